@@ -1,0 +1,12 @@
+module github.com/mcphost/mcphost
+
+go 1.26.8
+
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
+	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+	github.com/zeebo/blake3 v0.2.4 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
