@@ -1,0 +1,53 @@
+# make test: everything CI runs, on a fresh clone. It installs what the tests
+# need (the npm reference servers, pinned by package-lock.json) and runs the
+# vetters, the race-enabled tests, short fuzzing and one pass of benchmarks.
+
+GO          ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME    ?= 10s
+INTEROP     := testdata/interop
+
+# package:FuzzTarget pairs, each fuzzed for FUZZTIME.
+FUZZ := ./mcphost:FuzzParse ./mcphost:FuzzModelName \
+	./schema:FuzzClose ./schema:FuzzFromModel \
+	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad
+
+.PHONY: test deps vet unit fuzz bench example clean
+
+test: deps vet unit fuzz bench
+
+deps:
+	@if command -v npm >/dev/null 2>&1; then \
+		echo "npm ci in $(INTEROP)"; \
+		cd $(INTEROP) && npm ci --no-audit --no-fund --loglevel=error; \
+	else \
+		echo "npm not found: the npm reference-server tests will be skipped and say so"; \
+	fi
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+unit:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+fuzz:
+	@set -e; for pt in $(FUZZ); do \
+		pkg=$${pt%%:*}; fn=$${pt##*:}; \
+		echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
+
+# One short pass so the benchmarks never rot; numbers come from
+# 'make bench BENCHTIME=2s' on a quiet machine (see BENCHMARKS.md).
+BENCHTIME ?= 1x
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
+
+# The example server that examples/mcphost.toml runs.
+example:
+	$(GO) build -o bin/ ./examples/notes
+
+clean:
+	rm -rf bin $(INTEROP)/node_modules

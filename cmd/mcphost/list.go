@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mcphost/mcphost/mcphost"
+	"github.com/mcphost/mcphost/pin"
+)
+
+// palette colours the decision column; empty strings mean no colour.
+type palette struct{ allow, approval, deny, dim, reset string }
+
+// colorFor colours output only for a terminal, and never when NO_COLOR is
+// set (https://no-color.org).
+func colorFor(w io.Writer) palette {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return palette{}
+	}
+	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+		return palette{}
+	}
+	return palette{allow: "\x1b[32m", approval: "\x1b[33m", deny: "\x1b[31m", dim: "\x1b[2m", reset: "\x1b[0m"}
+}
+
+func (p palette) decision(d mcphost.Decision) string {
+	c := map[mcphost.Decision]string{mcphost.Allow: p.allow, mcphost.Approval: p.approval, mcphost.Deny: p.deny}[d]
+	if c == "" {
+		return string(d)
+	}
+	return c + string(d) + p.reset
+}
+
+// nameWidth is the widest tool name kept on one line with its columns in 80
+// columns; a longer name gets a line of its own.
+const nameWidth = 40
+
+// writeList prints the human form of `mcphost list`: a table of tools, one
+// of servers, then the notices. Server-supplied text goes through
+// pin.Visible so it cannot hide anything or drive the terminal.
+func writeList(w io.Writer, tools []mcphost.Tool, servers []mcphost.ServerInfo, notices []string, p palette) {
+	width := len("TOOL")
+	for _, t := range tools {
+		if n := len(t.Name); n > width && n <= nameWidth {
+			width = n
+		}
+	}
+	row := func(name, decision, strict, pinStatus, digest string, pad int) {
+		if len(name) > width {
+			fmt.Fprintln(w, name)
+			name = ""
+		}
+		fmt.Fprintf(w, "%-*s  %s%*s  %-6s  %-8s  %s\n", width, name, decision, pad, "", strict, pinStatus, digest)
+	}
+	if len(tools) == 0 {
+		fmt.Fprintln(w, "no tools")
+	} else {
+		row("TOOL", "DECISION", "STRICT", "PIN", "DIGEST", 0)
+		for _, t := range tools {
+			strict := "no"
+			if t.Strict {
+				strict = "yes"
+			}
+			row(t.Name, p.decision(t.Decision), strict, string(t.Pin), shortDigest(t.Digest), len("DECISION")-len(t.Decision))
+		}
+	}
+	fmt.Fprintln(w)
+	sw := len("SERVER")
+	for _, s := range servers {
+		sw = max(sw, len(s.Name))
+	}
+	fmt.Fprintf(w, "%-*s  %-7s  %5s  %s\n", sw, "SERVER", "STATE", "TOOLS", "CONFINEMENT")
+	for _, s := range servers {
+		fmt.Fprintf(w, "%-*s  %-7s  %5d  %s\n", sw, s.Name, s.State, s.Tools, s.Confinement)
+	}
+	if len(notices) > 0 {
+		fmt.Fprintf(w, "\n%snotices:%s\n", p.dim, p.reset)
+		for _, n := range notices {
+			fmt.Fprintf(w, "- %s\n", strings.ReplaceAll(pin.Visible(n), "\n", "\n  "))
+		}
+	}
+}
+
+// shortDigest keeps the version prefix and 12 hex digits: enough to tell
+// two definitions apart at a glance.
+func shortDigest(d string) string {
+	if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+13 {
+		return d[:i+13]
+	}
+	return d
+}

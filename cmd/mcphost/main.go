@@ -1,0 +1,384 @@
+// Command mcphost shows a person what a coding agent's MCP servers offer
+// and records their review of it.
+//
+//	mcphost list    [-config F] [-worktree D] [-state D] [-json]
+//	mcphost approve [-config F] [-worktree D] [-state D] [-yes] TOOL...
+//	mcphost call    [-config F] [-worktree D] [-state D] TOOL [JSON-ARGS]
+//	mcphost check   [-config F] [-worktree D] [-state D]
+//	mcphost version
+//
+// Exit codes: 0 ok; 1 the thing asked for failed, or (check) an allowed tool
+// changed since its review; 2 usage or config error.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcphost/mcphost/mcphost"
+	"github.com/mcphost/mcphost/pin"
+)
+
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// cli holds one invocation's streams and common flags.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	config         string
+	worktree       string
+	state          string
+	verbose        bool
+}
+
+const usage = `mcphost shows what a coding agent's MCP servers offer, and records a person's review.
+
+Usage:
+  mcphost list    [-config F] [-worktree D] [-state D] [-json]
+  mcphost approve [-config F] [-worktree D] [-state D] [-yes] TOOL...
+  mcphost call    [-config F] [-worktree D] [-state D] TOOL [JSON-ARGS]
+  mcphost check   [-config F] [-worktree D] [-state D]
+  mcphost version
+
+Run 'mcphost VERB -h' for a verb's flags and examples.
+Exit codes: 0 ok; 1 failed (check: an allowed tool changed since review); 2 usage or config error.
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+	verb, rest := args[0], args[1:]
+	switch verb {
+	case "list":
+		return c.list(ctx, rest)
+	case "approve":
+		return c.approve(ctx, rest)
+	case "call":
+		return c.call(ctx, rest)
+	case "check":
+		return c.check(ctx, rest)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, "mcphost", mcphost.Version)
+		return exitOK
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "mcphost: unknown verb %q\n\n%s", verb, usage)
+		return exitUsage
+	}
+}
+
+func (c *cli) flags(verb, synopsis, examples string) *flag.FlagSet {
+	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.StringVar(&c.config, "config", "mcphost.toml", "the TOML config whose [mcp.<name>] tables name the servers")
+	fs.StringVar(&c.worktree, "worktree", ".", "the directory servers run in and may write")
+	fs.StringVar(&c.state, "state", "", "the directory of the reviewed-tools state (default: under the user's state directory, keyed by the worktree)")
+	fs.BoolVar(&c.verbose, "v", false, "log server lifecycle and stderr to standard error")
+	fs.Usage = func() {
+		fmt.Fprintf(c.stderr, "Usage: mcphost %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+		fmt.Fprintf(c.stderr, "\nExamples:\n%s", examples)
+	}
+	return fs
+}
+
+// connect parses the config and starts its servers.
+func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Session, int) {
+	data, err := os.ReadFile(c.config)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
+		return nil, exitUsage
+	}
+	servers, err := mcphost.Parse(data)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "mcphost: %s: %v\n", c.config, err)
+		return nil, exitUsage
+	}
+	if len(servers) == 0 {
+		fmt.Fprintf(c.stderr, "mcphost: %s has no [mcp.<name>] table\n", c.config)
+		return nil, exitUsage
+	}
+	opts.Worktree, opts.StateDir, opts.ConfigFile = c.worktree, c.state, c.config
+	if c.verbose {
+		opts.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	s, err := mcphost.Connect(ctx, servers, opts)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
+		var ce *mcphost.ConfigError
+		if errors.As(err, &ce) {
+			return nil, exitUsage
+		}
+		return nil, exitFail
+	}
+	return s, exitOK
+}
+
+func (c *cli) list(ctx context.Context, args []string) int {
+	fs := c.flags("list", "list [-config F] [-worktree D] [-state D] [-json]",
+		"  mcphost list -config examples/mcphost.toml\n  mcphost list -json | jq '.tools[] | select(.decision == \"allow\")'\n")
+	asJSON := fs.Bool("json", false, "print one JSON object: tools, servers, notices")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(c.stderr, "mcphost list: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	s, code := c.connect(ctx, mcphost.Options{ReadOnlyState: true})
+	if s == nil {
+		return code
+	}
+	defer s.Close()
+	if *asJSON {
+		out := struct {
+			Tools   []mcphost.Tool       `json:"tools"`
+			Servers []mcphost.ServerInfo `json:"servers"`
+			Notices []string             `json:"notices"`
+		}{s.AllTools(), s.Servers(), s.Notices()}
+		if out.Notices == nil {
+			out.Notices = []string{}
+		}
+		enc := json.NewEncoder(c.stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
+			return exitFail
+		}
+		return exitOK
+	}
+	writeList(c.stdout, s.AllTools(), s.Servers(), s.Notices(), colorFor(c.stdout))
+	return exitOK
+}
+
+func (c *cli) check(ctx context.Context, args []string) int {
+	fs := c.flags("check", "check [-config F] [-worktree D] [-state D]",
+		"  mcphost check && echo 'every allowed tool is as reviewed'\n")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	s, code := c.connect(ctx, mcphost.Options{ReadOnlyState: true})
+	if s == nil {
+		return code
+	}
+	defer s.Close()
+	code = exitOK
+	for _, n := range s.Notices() {
+		fmt.Fprintf(c.stdout, "notice: %s\n", pin.Visible(n))
+	}
+	for _, srv := range s.Servers() {
+		if srv.State != mcphost.ServerRunning {
+			fmt.Fprintf(c.stdout, "server %s is %s: its tools could not be checked\n", srv.Name, srv.State)
+			code = exitFail
+		}
+	}
+	if err := s.StateError(); err != nil {
+		fmt.Fprintf(c.stdout, "the reviewed-tools state cannot be read, so no review could be checked: %v\n", err)
+		code = exitFail
+	}
+	changed := 0
+	for _, t := range s.AllTools() {
+		if t.Pin == mcphost.PinChanged {
+			changed++
+			fmt.Fprintf(c.stdout, "changed: %s (%s)\n", t.Name, strings.Join(t.Changed, ", "))
+		}
+	}
+	if changed > 0 {
+		fmt.Fprintf(c.stdout, "%d allowed tool(s) changed since review: see them with 'mcphost approve TOOL'\n", changed)
+		return exitFail
+	}
+	if code == exitOK {
+		fmt.Fprintln(c.stdout, "ok: every allowed tool is as reviewed")
+	}
+	return code
+}
+
+func (c *cli) approve(ctx context.Context, args []string) int {
+	fs := c.flags("approve", "approve [-config F] [-worktree D] [-state D] [-yes] TOOL...",
+		"  mcphost approve mcp__notes__list_notes\n  mcphost approve -yes mcp__notes__list_notes mcp__notes__add_note\n")
+	yes := fs.Bool("yes", false, "record without asking")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(c.stderr, "mcphost approve: name at least one TOOL (a model name such as mcp__notes__list_notes)")
+		return exitUsage
+	}
+	s, code := c.connect(ctx, mcphost.Options{ReadOnlyState: true})
+	if s == nil {
+		return code
+	}
+	defer s.Close()
+	in := bufio.NewReader(c.stdin)
+	var approved []string
+	failed := false
+	for _, name := range fs.Args() {
+		t, ok := s.Tool(name)
+		if !ok {
+			fmt.Fprintf(c.stderr, "mcphost approve: no tool named %q (see mcphost list)\n", pin.Visible(name))
+			failed = true
+			continue
+		}
+		if err := s.CanApprove(name); err != nil {
+			fmt.Fprintf(c.stderr, "%v\n", err)
+			failed = true
+			continue
+		}
+		fmt.Fprintf(c.stdout, "%s (server %s, tool %q): %s\n", t.Name, t.Server, pin.Visible(t.Tool), t.Pin)
+		changes, err := s.Diff(name)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "mcphost approve: %s: %v\n", name, err)
+			failed = true
+			continue
+		}
+		switch {
+		case len(changes) > 0:
+			fmt.Fprintln(c.stdout, "changed since its review:")
+			if err := pin.Format(c.stdout, changes); err != nil {
+				fmt.Fprintf(c.stderr, "mcphost approve: %v\n", err)
+				failed = true
+				continue
+			}
+		case t.Pin == mcphost.PinSame:
+			fmt.Fprintln(c.stdout, "unchanged since its review.")
+		default:
+			fmt.Fprintln(c.stdout, "not reviewed before; its whole definition:")
+			all, err := pin.Diff(json.RawMessage(`{}`), t.Definition)
+			if err == nil {
+				err = pin.Format(c.stdout, all)
+			}
+			if err != nil {
+				fmt.Fprintf(c.stderr, "mcphost approve: %v\n", err)
+				failed = true
+				continue
+			}
+		}
+		if !*yes && !ask(in, c.stdout, fmt.Sprintf("Record %s as reviewed?", t.Name)) {
+			fmt.Fprintf(c.stdout, "not recorded: %s\n", t.Name)
+			failed = true
+			continue
+		}
+		approved = append(approved, name)
+	}
+	for _, name := range approved {
+		if err := s.Approve(name); err != nil {
+			fmt.Fprintf(c.stderr, "mcphost approve: %v\n", err)
+			failed = true
+			continue
+		}
+		fmt.Fprintf(c.stdout, "recorded: %s\n", name)
+	}
+	if failed {
+		return exitFail
+	}
+	return exitOK
+}
+
+// ask reads a yes/no answer; anything but y or yes is no.
+func ask(in *bufio.Reader, out io.Writer, question string) bool {
+	fmt.Fprintf(out, "%s [y/N] ", question)
+	line, err := in.ReadString('\n')
+	if err != nil {
+		fmt.Fprintln(out) // no answer (end of input) is no
+	}
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "y" || a == "yes"
+}
+
+func (c *cli) call(ctx context.Context, args []string) int {
+	fs := c.flags("call", "call [-config F] [-worktree D] [-state D] TOOL [JSON-ARGS]",
+		"  mcphost call mcp__notes__list_notes '{\"query\":\"groceries\"}'\n")
+	timeout := fs.Duration("timeout", 0, "bound the whole call, approval included (default: the server's call_timeout)")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		fmt.Fprintln(c.stderr, "mcphost call: name one TOOL and, optionally, its JSON arguments")
+		return exitUsage
+	}
+	name, argText := fs.Arg(0), "{}"
+	if fs.NArg() == 2 {
+		argText = fs.Arg(1)
+	}
+	if !json.Valid([]byte(argText)) {
+		fmt.Fprintf(c.stderr, "mcphost call: JSON-ARGS is not valid JSON: %s\n", argText)
+		return exitUsage
+	}
+	// The person running `call` is the approver: calling is their explicit
+	// act. The session is read-only, so a changed tool is called this once
+	// and still needs `mcphost approve` to be trusted for the agent.
+	opts := mcphost.Options{ReadOnlyState: true, Approver: func(_ context.Context, req mcphost.ApprovalRequest) (bool, error) {
+		fmt.Fprintf(c.stderr, "mcphost: calling %s, which needs approval (%s), because you asked\n", req.Tool.Name, req.Reason)
+		return true, nil
+	}}
+	s, code := c.connect(ctx, opts)
+	if s == nil {
+		return code
+	}
+	defer s.Close()
+	if _, ok := s.Tool(name); !ok {
+		for _, n := range s.Notices() {
+			fmt.Fprintf(c.stderr, "notice: %s\n", pin.Visible(n))
+		}
+	}
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	start := time.Now()
+	res, err := s.Call(ctx, name, json.RawMessage(argText))
+	if err != nil {
+		fmt.Fprintf(c.stderr, "mcphost call: %s\n", pin.Visible(err.Error()))
+		return exitFail
+	}
+	enc := json.NewEncoder(c.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(res); err != nil {
+		fmt.Fprintf(c.stderr, "mcphost call: %v\n", err)
+		return exitFail
+	}
+	if c.verbose {
+		fmt.Fprintf(c.stderr, "mcphost: %s took %v\n", name, time.Since(start).Round(time.Millisecond))
+	}
+	if res.IsError {
+		return exitFail
+	}
+	return exitOK
+}
+
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}

@@ -1,0 +1,412 @@
+package mcphost
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Defaults for the keys of a [mcp.<name>] table that may be left out.
+const (
+	DefaultStartupTimeout = 30 * time.Second
+	DefaultCallTimeout    = 120 * time.Second
+	DefaultMaxOutput      = 256 << 10
+)
+
+// Bounds on the keys, so that a typo cannot turn a limit into no limit.
+const (
+	maxTimeout   = 24 * time.Hour
+	maxMaxOutput = 64 << 20
+)
+
+// ServerConfig is one [mcp.<name>] table of the config: how to start one
+// server and which of its tools the agent may call. It is plain data; Parse
+// fills it and validates it, and a program may also build it directly (Connect
+// validates it again).
+type ServerConfig struct {
+	// Name is the table's name: lowercase letters, digits and single '-'
+	// between them, not "fs", "proc" or "git".
+	Name string `json:"name"`
+	// Command is the argv to run, without a shell. A Command[0] with a '/'
+	// that is not absolute is relative to the worktree; one without a '/'
+	// is looked up in the scrubbed environment's PATH.
+	Command []string `json:"command"`
+	// Allow names the tools that are called without a person's approval
+	// (pinned: a changed allowed tool needs approval until re-reviewed).
+	Allow []string `json:"allow,omitempty"`
+	// Deny names the tools that are never called and never offered to the
+	// model. Deny wins over Allow.
+	Deny []string `json:"deny,omitempty"`
+	// Default is the decision for tools in neither list: Approval (the
+	// default when empty) or Deny.
+	Default Decision `json:"default"`
+	// Env holds literal variables added to the scrubbed environment.
+	Env map[string]string `json:"env,omitempty"`
+	// EnvPass names variables copied from the host's environment.
+	EnvPass []string `json:"env_pass,omitempty"`
+	// Network lets the server use the network. The default, false, leaves it
+	// none at all.
+	Network bool `json:"network"`
+	// Read and Write are extra read-only and writable paths: absolute,
+	// starting with "~/" (the user's home), or relative to the worktree.
+	Read  []string `json:"read,omitempty"`
+	Write []string `json:"write,omitempty"`
+	// Unconfined runs the server without Landlock, seccomp or namespaces
+	// (`sandbox = "off"`). It is a risk the config must state explicitly;
+	// the scrubbed environment, private TMPDIR and process cleanup remain.
+	Unconfined bool `json:"unconfined,omitempty"`
+	// StartupTimeout bounds initialize plus every page of tools/list.
+	StartupTimeout time.Duration `json:"startup_timeout"`
+	// CallTimeout bounds one tools/call.
+	CallTimeout time.Duration `json:"call_timeout"`
+	// MaxOutput bounds the size of one call's result in bytes; a larger
+	// result is cut, with a notice in the result.
+	MaxOutput int64 `json:"max_output"`
+}
+
+// ConfigError is a problem with one key of one [mcp.<name>] table.
+type ConfigError struct {
+	Table string // e.g. "mcp.notes"
+	Key   string // e.g. "allow"; empty when the problem is the table itself
+	Msg   string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("config: [%s]: %s", e.Table, e.Msg)
+	}
+	return fmt.Sprintf("config: [%s] %s: %s", e.Table, e.Key, e.Msg)
+}
+
+// rawServer mirrors the TOML keys. Sizes and durations are decoded as any
+// so that both "256KiB" and 262144 are accepted.
+type rawServer struct {
+	Command        []string          `toml:"command"`
+	Allow          []string          `toml:"allow"`
+	Deny           []string          `toml:"deny"`
+	Default        string            `toml:"default"`
+	Env            map[string]string `toml:"env"`
+	EnvPass        []string          `toml:"env_pass"`
+	Network        bool              `toml:"network"`
+	Read           []string          `toml:"read"`
+	Write          []string          `toml:"write"`
+	Sandbox        string            `toml:"sandbox"`
+	StartupTimeout any               `toml:"startup_timeout"`
+	CallTimeout    any               `toml:"call_timeout"`
+	MaxOutput      any               `toml:"max_output"`
+}
+
+var knownKeys = []string{"allow", "call_timeout", "command", "default", "deny", "env", "env_pass",
+	"max_output", "network", "read", "sandbox", "startup_timeout", "write"}
+
+// Parse reads the [mcp.<name>] tables of a TOML document and ignores
+// everything else in it, so an agent can keep its own settings in the same
+// file. The servers come back sorted by name, validated, with defaults filled
+// in. Every problem found is reported (joined), each as a *ConfigError naming
+// the table and the key.
+func Parse(data []byte) ([]ServerConfig, error) {
+	var doc struct {
+		MCP map[string]toml.Primitive `toml:"mcp"`
+	}
+	md, err := toml.Decode(string(data), &doc)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return nil, fmt.Errorf("config: %s", perr.ErrorWithPosition())
+		}
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	names := make([]string, 0, len(doc.MCP))
+	for name := range doc.MCP {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var (
+		servers []ServerConfig
+		errs    []error
+	)
+	for _, name := range names {
+		table := "mcp." + name
+		if md.Type("mcp", name) != "Hash" {
+			errs = append(errs, &ConfigError{Table: table, Msg: "must be a table: write [" + table + "] with a command key"})
+			continue
+		}
+		var raw rawServer
+		if err := md.PrimitiveDecode(doc.MCP[name], &raw); err != nil {
+			errs = append(errs, decodeError(table, err))
+			continue
+		}
+		for _, key := range md.Undecoded() {
+			if len(key) >= 3 && key[0] == "mcp" && key[1] == name {
+				errs = append(errs, &ConfigError{Table: table, Key: key[2:].String(),
+					Msg: "unknown key; the keys are " + strings.Join(knownKeys, ", ")})
+			}
+		}
+		sc, verrs := raw.config(name)
+		errs = append(errs, verrs...)
+		if len(verrs) == 0 {
+			servers = append(servers, sc)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, dedupe(errs)
+	}
+	return servers, nil
+}
+
+// dedupe joins errors, dropping repeats (an unknown nested key can be
+// reported once per level by the TOML decoder).
+func dedupe(errs []error) error {
+	seen := map[string]bool{}
+	var out []error
+	for _, e := range errs {
+		if !seen[e.Error()] {
+			seen[e.Error()] = true
+			out = append(out, e)
+		}
+	}
+	return errors.Join(out...)
+}
+
+func decodeError(table string, err error) error {
+	msg := err.Error()
+	// BurntSushi reports `toml: line N (last key "mcp.x.allow"): ...`; pull
+	// the key out so the error names it like every other config error.
+	key := ""
+	if i := strings.Index(msg, `(last key "`); i >= 0 {
+		rest := msg[i+len(`(last key "`):]
+		if j := strings.Index(rest, `"`); j >= 0 {
+			key = strings.TrimPrefix(rest[:j], table+".")
+		}
+	}
+	return &ConfigError{Table: table, Key: key, Msg: strings.TrimPrefix(msg, "toml: ")}
+}
+
+var (
+	serverNameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// reservedNames are the agent's own tool namespaces.
+var reservedNames = []string{"fs", "proc", "git"}
+
+// ValidServerName reports whether name may name a server: lowercase letters
+// and digits, with single '-' between them, at most 32 bytes, and not a
+// reserved name. Single dashes keep model names unambiguous: "a--b" would map
+// to "a__b", which is where a server name ends and a tool name starts.
+func ValidServerName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty server name")
+	case slices.Contains(reservedNames, name):
+		return fmt.Errorf("%q is reserved for the agent's own tools (fs, proc, git); choose another name", name)
+	case len(name) > 32:
+		return fmt.Errorf("%q is longer than 32 bytes", name)
+	case !serverNameRE.MatchString(name):
+		return fmt.Errorf("%q is not a server name: use lowercase letters and digits, with single '-' between them", name)
+	}
+	return nil
+}
+
+func (r rawServer) config(name string) (ServerConfig, []error) {
+	table := "mcp." + name
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &ConfigError{Table: table, Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if err := ValidServerName(name); err != nil {
+		errs = append(errs, &ConfigError{Table: table, Msg: err.Error()})
+	}
+	sc := ServerConfig{
+		Name:    name,
+		Command: r.Command,
+		Allow:   r.Allow,
+		Deny:    r.Deny,
+		Env:     r.Env,
+		EnvPass: r.EnvPass,
+		Network: r.Network,
+		Read:    r.Read,
+		Write:   r.Write,
+	}
+	switch r.Default {
+	case "", "approval":
+		sc.Default = Approval
+	case "deny":
+		sc.Default = Deny
+	default:
+		bad("default", "%q is not allowed; use \"approval\" (the default) or \"deny\"", r.Default)
+	}
+	switch r.Sandbox {
+	case "", "on":
+	case "off":
+		sc.Unconfined = true
+	default:
+		bad("sandbox", "%q is not allowed; use \"on\" (the default) or \"off\" (runs the server unconfined: a risk)", r.Sandbox)
+	}
+	var err error
+	if sc.StartupTimeout, err = durationValue(r.StartupTimeout, DefaultStartupTimeout); err != nil {
+		bad("startup_timeout", "%v", err)
+	}
+	if sc.CallTimeout, err = durationValue(r.CallTimeout, DefaultCallTimeout); err != nil {
+		bad("call_timeout", "%v", err)
+	}
+	if sc.MaxOutput, err = sizeValue(r.MaxOutput, DefaultMaxOutput); err != nil {
+		bad("max_output", "%v", err)
+	}
+	for _, e := range sc.validate() {
+		errs = append(errs, &ConfigError{Table: table, Key: e.key, Msg: e.msg})
+	}
+	return sc, errs
+}
+
+type keyProblem struct{ key, msg string }
+
+// validate checks what both Parse and a hand-built ServerConfig must satisfy.
+func (sc *ServerConfig) validate() []keyProblem {
+	var out []keyProblem
+	bad := func(key, format string, args ...any) {
+		out = append(out, keyProblem{key, fmt.Sprintf(format, args...)})
+	}
+	if len(sc.Command) == 0 || sc.Command[0] == "" {
+		bad("command", "required: the server's argv, e.g. command = [\"notes-server\", \"--db\", \"notes.db\"]")
+	}
+	for _, a := range sc.Command {
+		if strings.ContainsRune(a, 0) {
+			bad("command", "an argument contains a NUL byte")
+		}
+	}
+	for _, list := range []struct {
+		key   string
+		names []string
+	}{{"allow", sc.Allow}, {"deny", sc.Deny}} {
+		for _, n := range list.names {
+			if n == "" {
+				bad(list.key, "an empty tool name")
+			}
+		}
+	}
+	for k, v := range sc.Env {
+		if !envNameRE.MatchString(k) {
+			bad("env", "%q is not a variable name", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			bad("env", "the value of %s contains a NUL byte", k)
+		}
+	}
+	for _, k := range sc.EnvPass {
+		if !envNameRE.MatchString(k) {
+			bad("env_pass", "%q is not a variable name", k)
+		}
+	}
+	for _, list := range []struct {
+		key   string
+		paths []string
+	}{{"read", sc.Read}, {"write", sc.Write}} {
+		for _, p := range list.paths {
+			if p == "" || strings.ContainsRune(p, 0) {
+				bad(list.key, "%q is not a path", p)
+			} else if strings.HasPrefix(p, "~") && p != "~" && !strings.HasPrefix(p, "~/") {
+				bad(list.key, "%q: only ~/ (the user's own home) is expanded", p)
+			}
+		}
+	}
+	if sc.Default != "" && sc.Default != Approval && sc.Default != Deny {
+		bad("default", "%q is not allowed; use \"approval\" or \"deny\"", sc.Default)
+	}
+	if sc.StartupTimeout < 0 || sc.StartupTimeout > maxTimeout {
+		bad("startup_timeout", "%v is out of range (0 to 24h)", sc.StartupTimeout)
+	}
+	if sc.CallTimeout < 0 || sc.CallTimeout > maxTimeout {
+		bad("call_timeout", "%v is out of range (0 to 24h)", sc.CallTimeout)
+	}
+	if sc.MaxOutput < 0 || sc.MaxOutput > maxMaxOutput {
+		bad("max_output", "%d is out of range (1 byte to 64MiB)", sc.MaxOutput)
+	}
+	return out
+}
+
+// withDefaults fills the zero values a hand-built config may leave.
+func (sc ServerConfig) withDefaults() ServerConfig {
+	if sc.Default == "" {
+		sc.Default = Approval
+	}
+	if sc.StartupTimeout == 0 {
+		sc.StartupTimeout = DefaultStartupTimeout
+	}
+	if sc.CallTimeout == 0 {
+		sc.CallTimeout = DefaultCallTimeout
+	}
+	if sc.MaxOutput == 0 {
+		sc.MaxOutput = DefaultMaxOutput
+	}
+	return sc
+}
+
+func durationValue(v any, def time.Duration) (time.Duration, error) {
+	var d time.Duration
+	switch v := v.(type) {
+	case nil:
+		return def, nil
+	case string:
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			return 0, fmt.Errorf("%q is not a duration; write e.g. \"30s\" or \"2m\"", v)
+		}
+	default:
+		return 0, fmt.Errorf("%v is not a duration; write a string such as \"30s\"", v)
+	}
+	if d <= 0 || d > maxTimeout {
+		return 0, fmt.Errorf("%v is out of range (more than 0, at most 24h)", d)
+	}
+	return d, nil
+}
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1}}
+
+// ParseSize reads a byte size such as "256KiB", "1MB" or "4096".
+func ParseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, errors.New("not a size")
+	}
+	return n * mult, nil
+}
+
+func sizeValue(v any, def int64) (int64, error) {
+	var n int64
+	switch v := v.(type) {
+	case nil:
+		return def, nil
+	case int64:
+		n = v
+	case string:
+		var err error
+		if n, err = ParseSize(v); err != nil {
+			return 0, fmt.Errorf("%q is not a size; write e.g. \"256KiB\", \"1MiB\" or a number of bytes", v)
+		}
+	default:
+		return 0, fmt.Errorf("%v is not a size; write e.g. \"256KiB\"", v)
+	}
+	if n <= 0 || n > maxMaxOutput {
+		return 0, fmt.Errorf("%d bytes is out of range (1 byte to 64MiB)", n)
+	}
+	return n, nil
+}

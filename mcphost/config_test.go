@@ -1,0 +1,166 @@
+package mcphost
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFull(t *testing.T) {
+	const doc = `
+model = "gpt"            # the agent's own key: ignored
+[agent]
+name = "x"               # the agent's own table: ignored
+
+[mcp.notes]
+command = ["notes-server", "--db", "notes.db"]
+allow = ["list_notes"]
+deny  = ["delete_note"]
+default = "deny"
+env = { NOTES_MODE = "ro" }
+env_pass = ["NOTES_TOKEN"]
+network = true
+read  = ["~/.cache/notes"]
+write = ["out"]
+startup_timeout = "5s"
+call_timeout = "1m"
+max_output = "1MiB"
+sandbox = "off"
+
+[mcp.a-b2]
+command = ["srv"]
+max_output = 4096
+`
+	got, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ServerConfig{
+		{Name: "a-b2", Command: []string{"srv"}, Default: Approval, StartupTimeout: DefaultStartupTimeout,
+			CallTimeout: DefaultCallTimeout, MaxOutput: 4096},
+		{Name: "notes", Command: []string{"notes-server", "--db", "notes.db"}, Allow: []string{"list_notes"},
+			Deny: []string{"delete_note"}, Default: Deny, Env: map[string]string{"NOTES_MODE": "ro"},
+			EnvPass: []string{"NOTES_TOKEN"}, Network: true, Read: []string{"~/.cache/notes"}, Write: []string{"out"},
+			Unconfined: true, StartupTimeout: 5 * time.Second, CallTimeout: time.Minute, MaxOutput: 1 << 20},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Parse:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestParseNoServers(t *testing.T) {
+	got, err := Parse([]byte("model = 1\n[other]\nx = 2\n"))
+	if err != nil || len(got) != 0 {
+		t.Fatalf("Parse = %v, %v; want no servers, no error", got, err)
+	}
+}
+
+// TestParseErrors checks that every problem names its table and key and
+// says what is allowed.
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      []string // substrings of the error
+	}{
+		{"unknown key", "[mcp.x]\ncommand=[\"a\"]\nalow=[\"t\"]", []string{"[mcp.x] alow", "unknown key", "allow"}},
+		{"no command", "[mcp.x]\nallow=[\"t\"]", []string{"[mcp.x] command", "required"}},
+		{"empty command", "[mcp.x]\ncommand=[]", []string{"[mcp.x] command", "required"}},
+		{"empty argv0", "[mcp.x]\ncommand=[\"\"]", []string{"[mcp.x] command"}},
+		{"reserved fs", "[mcp.fs]\ncommand=[\"a\"]", []string{"[mcp.fs]", "reserved"}},
+		{"reserved git", "[mcp.git]\ncommand=[\"a\"]", []string{"[mcp.git]", "reserved"}},
+		{"upper case", "[mcp.Notes]\ncommand=[\"a\"]", []string{"[mcp.Notes]", "lowercase"}},
+		{"underscore", "[mcp.a_b]\ncommand=[\"a\"]", []string{"[mcp.a_b]", "lowercase"}},
+		{"double dash", "[mcp.a--b]\ncommand=[\"a\"]", []string{"[mcp.a--b]", "single '-'"}},
+		{"trailing dash", "[mcp.a-]\ncommand=[\"a\"]", []string{"[mcp.a-]"}},
+		{"bad default", "[mcp.x]\ncommand=[\"a\"]\ndefault=\"allow\"", []string{"[mcp.x] default", `"approval"`, `"deny"`}},
+		{"bad sandbox", "[mcp.x]\ncommand=[\"a\"]\nsandbox=\"maybe\"", []string{"[mcp.x] sandbox", `"off"`}},
+		{"bad duration", "[mcp.x]\ncommand=[\"a\"]\nstartup_timeout=\"soon\"", []string{"[mcp.x] startup_timeout", "30s"}},
+		{"negative duration", "[mcp.x]\ncommand=[\"a\"]\ncall_timeout=\"-1s\"", []string{"[mcp.x] call_timeout", "range"}},
+		{"duration number", "[mcp.x]\ncommand=[\"a\"]\ncall_timeout=30", []string{"[mcp.x] call_timeout", "string"}},
+		{"bad size", "[mcp.x]\ncommand=[\"a\"]\nmax_output=\"lots\"", []string{"[mcp.x] max_output", "256KiB"}},
+		{"zero size", "[mcp.x]\ncommand=[\"a\"]\nmax_output=0", []string{"[mcp.x] max_output", "range"}},
+		{"huge size", "[mcp.x]\ncommand=[\"a\"]\nmax_output=\"1GiB\"", []string{"[mcp.x] max_output", "64MiB"}},
+		{"wrong type", "[mcp.x]\ncommand=\"srv --db x\"", []string{"[mcp.x] command"}},
+		{"bad env name", "[mcp.x]\ncommand=[\"a\"]\nenv={\"A-B\"=\"1\"}", []string{"[mcp.x] env", "A-B"}},
+		{"bad env_pass", "[mcp.x]\ncommand=[\"a\"]\nenv_pass=[\"1X\"]", []string{"[mcp.x] env_pass"}},
+		{"other user's home", "[mcp.x]\ncommand=[\"a\"]\nread=[\"~bob/x\"]", []string{"[mcp.x] read", "~/"}},
+		{"not a table", "mcp.x = 3", []string{"[mcp.x]", "table"}},
+		{"syntax", "[mcp.x\ncommand=", []string{"config:"}},
+		{"two problems", "[mcp.x]\ncommand=[\"a\"]\nfoo=1\n[mcp.y]\nbar=2", []string{"[mcp.x] foo", "[mcp.y] bar", "[mcp.y] command"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.doc))
+			if err == nil {
+				t.Fatal("Parse succeeded; want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseErrorIsConfigError(t *testing.T) {
+	_, err := Parse([]byte("[mcp.x]\ncommand=[\"a\"]\nnope=1"))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Table != "mcp.x" || ce.Key != "nope" {
+		t.Fatalf("errors.As(%v) = %+v; want table mcp.x key nope", err, ce)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1": 1, "256KiB": 256 << 10, "1MiB": 1 << 20, "2KB": 2000, "3 MB": 3e6, "7B": 7} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "KiB", "-1", "1.5MiB", "1TiB", "99999999999999999999"} {
+		if _, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) succeeded", in)
+		}
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	sc := ServerConfig{Allow: []string{"a", "both"}, Deny: []string{"d", "both"}, Default: Approval}
+	for tool, want := range map[string]Decision{"a": Allow, "d": Deny, "both": Deny, "other": Approval} {
+		if got := sc.policy(tool); got != want {
+			t.Errorf("policy(%q) = %s; want %s", tool, got, want)
+		}
+	}
+	sc.Default = Deny
+	if got := sc.policy("other"); got != Deny {
+		t.Errorf("default deny: policy(other) = %s", got)
+	}
+	if got := sc.policy("a"); got != Allow {
+		t.Errorf("default deny: policy(a) = %s; want allow", got)
+	}
+}
+
+// FuzzParse: Parse never panics, and what it accepts is valid and maps to
+// model names.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("[mcp.notes]\ncommand=[\"x\"]\nallow=[\"a\"]\n"))
+	f.Add([]byte("[mcp.a-b]\ncommand=[\"x\"]\nmax_output=\"1MiB\"\nstartup_timeout=\"1s\"\n"))
+	f.Add([]byte("mcp = 1"))
+	f.Add([]byte("[mcp]\nx = {command=[\"y\"]}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		servers, err := Parse(data)
+		if err != nil {
+			return
+		}
+		for _, sc := range servers {
+			if len(sc.validate()) != 0 {
+				t.Fatalf("Parse accepted an invalid config: %+v", sc)
+			}
+			if _, err := ModelName(sc.Name, "tool"); err != nil {
+				t.Fatalf("accepted server name %q cannot name a tool: %v", sc.Name, err)
+			}
+		}
+	})
+}

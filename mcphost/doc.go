@@ -1,0 +1,62 @@
+// Package mcphost lets a coding agent use the tools of local stdio MCP
+// servers without trusting them.
+//
+// # The model
+//
+// An agent's config names servers in [mcp.<name>] tables (see Parse and
+// ServerConfig). Connect starts every server in parallel, each confined by
+// package sandbox: it runs in the worktree, with a scrubbed environment, a
+// private TMPDIR, write access only to the worktree (Landlock), no network
+// unless its config says so, and in its own PID namespace so that Close ends
+// every process it started. Where the kernel cannot confine, the server does
+// not start unless its table says sandbox = "off".
+//
+// Connect then lists every page of each server's tools and, for each tool:
+//
+//   - names it for the model, mcp__<server>__<tool> (ModelName), skipping
+//     with a notice a tool whose name cannot be mapped;
+//   - prepares its input schema for strict decoding (package schema): the
+//     schema offered to the model is closed, and, where the meaning can be
+//     kept exactly, strict (every property required, optional ones nullable;
+//     the nulls are removed again before the server sees the call);
+//   - decides: Deny if the config denies it, Allow if the config allows it,
+//     otherwise the table's default (Approval, or Deny);
+//   - digests its whole definition as the server sent it (package pin).
+//
+// # Pins
+//
+// An allowed tool is pinned: its digest and definition are recorded in the
+// state file (mcp-reviewed.json, outside the worktree) the first time it is
+// seen, and a later session that sees a different definition (description,
+// schema, annotations, anything the model would see) turns it to Approval
+// and says so in Notices, until a person re-reviews it (Session.Approve, or
+// `mcphost approve`, which shows the diff). A tool under a new name starts
+// unpinned; it never inherits another's review. When a server sends
+// notifications/tools/list_changed mid-session, its tools are re-listed and
+// re-pinned before any further call to them goes through, and
+// Options.OnToolsChanged tells the agent. An unreadable state file is never
+// reset: every allowed tool needs approval until a person fixes it.
+//
+// # Calls
+//
+// Session.Call takes the model's name for a tool and the model's arguments.
+// A denied tool is refused without contacting the server; a tool needing
+// approval goes to Options.Approver; the arguments are mapped back from the
+// strict form and checked against the tool's schema; the call is bounded by
+// the server's call_timeout and its result by max_output. Errors wrap the
+// sentinel errors of this package (ErrDenied, ErrNeedsApproval, ErrDeclined,
+// ErrBadArguments, ErrServerGone, ErrTimeout, ErrUnknownTool, ErrClosed).
+//
+// # Faults
+//
+// One server's trouble never fails the session: a server that does not
+// start, hangs, exits, floods stderr, writes garbage or paginates forever is
+// bounded, reported in Notices and Servers, and cleaned up, and the other
+// servers go on. Session.Restart starts a server again.
+//
+// # Re-exec
+//
+// Confinement re-executes the current program as a small helper (see package
+// sandbox); the helper is entered from package sandbox's init function, so
+// a program that imports mcphost needs no extra line in main.
+package mcphost

@@ -1,0 +1,45 @@
+package mcphost
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors a caller acts on. Session.Call's errors wrap one of these (match
+// with errors.Is); the rest of the error text says which tool or server and
+// what to do.
+var (
+	// ErrUnknownTool: no tool of the session has that model name.
+	ErrUnknownTool = errors.New("unknown tool")
+	// ErrDenied: the config denies the tool. The server was not contacted.
+	ErrDenied = errors.New("tool denied by config")
+	// ErrNeedsApproval: the tool needs a person's approval and the session
+	// has no Approver. The server was not contacted.
+	ErrNeedsApproval = errors.New("tool needs approval")
+	// ErrDeclined: the Approver declined the call. The server was not
+	// contacted.
+	ErrDeclined = errors.New("call declined")
+	// ErrBadArguments: the arguments do not fit the tool's schema. The server
+	// was not contacted; the error text is written for the model to correct
+	// its call.
+	ErrBadArguments = errors.New("bad arguments")
+	// ErrServerGone: the server is not running (it failed to start, crashed
+	// or was closed). Session.Restart may bring it back.
+	ErrServerGone = errors.New("server not running")
+	// ErrTimeout: the call ran past the server's call_timeout.
+	ErrTimeout = errors.New("call timed out")
+	// ErrClosed: the session is closed.
+	ErrClosed = errors.New("session closed")
+)
+
+// CallError is the error of a failed Session.Call. It wraps one of the
+// sentinel errors above (or the protocol error) and names the tool.
+type CallError struct {
+	Tool string // the model name
+	Err  error
+}
+
+func (e *CallError) Error() string { return fmt.Sprintf("%s: %v", e.Tool, e.Err) }
+
+// Unwrap returns the cause.
+func (e *CallError) Unwrap() error { return e.Err }

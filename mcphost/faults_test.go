@@ -1,0 +1,406 @@
+package mcphost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestStartFailuresCarryStderr(t *testing.T) {
+	e := newEnv(t)
+	notExec := filepath.Join(e.worktree, "not-exec")
+	os.WriteFile(notExec, []byte("#!/bin/sh\necho hi\n"), 0o644)
+	s := e.connect(e.opts(),
+		fixture("exits", "-exit", "3"),
+		ServerConfig{Name: "missing", Command: []string{"/nonexistent/server"}},
+		ServerConfig{Name: "notexec", Command: []string{notExec}},
+		fixture("good"),
+	)
+	if n := noticeWith(s, "exits", "exit status 3", "cannot open notes.db"); n == "" {
+		t.Errorf("no notice with the exit status and stderr of 'exits': %q", s.Notices())
+	}
+	if n := noticeWith(s, "missing", "/nonexistent/server"); n == "" {
+		t.Errorf("no notice for the missing command: %q", s.Notices())
+	}
+	if n := noticeWith(s, "notexec"); n == "" {
+		t.Errorf("no notice for the non-executable command: %q", s.Notices())
+	}
+	for _, n := range s.Notices() {
+		if strings.Contains(n, "exits") && strings.Contains(n, "startup_timeout") {
+			t.Errorf("an exit reported as a timeout: %q", n)
+		}
+	}
+	if _, ok := s.Tool("mcp__good__echo"); !ok {
+		t.Error("the good server is missing")
+	}
+}
+
+// TestStderrFlood: a server writing 200 MiB to stderr before it serves
+// neither blocks nor grows the host's memory.
+func TestStderrFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 200 MiB through a pipe")
+	}
+	e := newEnv(t)
+	var logged atomic.Int64
+	opts := e.opts()
+	opts.Logger = slog.New(countHandler{&logged})
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	peak := watchHeap(t)
+	s := e.connect(opts, fixture("flood", "-flood-stderr", "200"), fixture("quiet"))
+	if got := call(t, s, "mcp__flood__echo", `{"text":"still here"}`); got != `{"text":"still here"}` {
+		t.Errorf("echo after the flood = %q", got)
+	}
+	srv := s.servers["flood"]
+	if w := srv.stderr.Written(); w < 200<<20 {
+		t.Errorf("only %d bytes of stderr drained", w)
+	}
+	if got := logged.Load(); got < 200*1024 {
+		t.Errorf("%d stderr lines logged at debug; want about %d", got, 200*1024)
+	}
+	p := peak()
+	t.Logf("heap before %d MiB, peak during a 200 MiB stderr flood %d MiB", before.HeapAlloc>>20, p>>20)
+	if p > before.HeapAlloc+64<<20 {
+		t.Errorf("heap grew to %d MiB during the flood", p>>20)
+	}
+}
+
+// countHandler counts debug stderr lines.
+type countHandler struct{ n *atomic.Int64 }
+
+func (h countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h countHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "server stderr" {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countHandler) WithGroup(string) slog.Handler      { return h }
+
+// watchHeap samples the heap until the returned function is called, which
+// returns the peak.
+func watchHeap(t *testing.T) func() uint64 {
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > peak.Load() {
+				peak.Store(m.HeapAlloc)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return peak.Load()
+	}
+}
+
+func TestGarbageStdout(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	s := e.connect(e.opts(), fixture("noisy", "-garbage"), fixture("good"))
+	if time.Since(start) > 15*time.Second {
+		t.Errorf("Connect took %v", time.Since(start))
+	}
+	if n := noticeWith(s, "noisy", "initialize"); n == "" {
+		t.Errorf("no notice for the server printing garbage: %q", s.Notices())
+	}
+	if _, ok := s.Tool("mcp__good__echo"); !ok {
+		t.Error("the good server is missing")
+	}
+}
+
+func rawFixture(t *testing.T, e *env, name, defs string, flags ...string) ServerConfig {
+	t.Helper()
+	path := filepath.Join(e.worktree, name+".json")
+	if err := os.WriteFile(path, []byte(defs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc := fixture(name, append([]string{"-raw", path}, flags...)...)
+	sc.StartupTimeout = 10 * time.Second
+	return sc
+}
+
+func TestBrokenPagination(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(),
+		rawFixture(t, e, "loop", `[]`, "-raw-mode", "repeat-cursor"),
+		rawFixture(t, e, "endless", `[]`, "-raw-mode", "endless-pages"),
+		rawFixture(t, e, "badresult", `[]`, "-raw-mode", "bad-result"),
+		fixture("good"),
+	)
+	if noticeWith(s, "loop", "repeated cursor") == "" {
+		t.Errorf("no notice for the looping cursor: %q", s.Notices())
+	}
+	if noticeWith(s, "endless", "pages") == "" {
+		t.Errorf("no notice for endless pages: %q", s.Notices())
+	}
+	if noticeWith(s, "badresult", "tools/list") == "" {
+		t.Errorf("no notice for a bad tools/list result: %q", s.Notices())
+	}
+	if _, ok := s.Tool("mcp__good__echo"); !ok {
+		t.Error("the good server is missing")
+	}
+}
+
+func TestManyToolsManyPages(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(), fixture("many", "-tools", "3000", "-page", "7"))
+	if got := len(s.AllTools()); got != 3013 {
+		t.Errorf("%d tools; want 3013 over 431 pages", got)
+	}
+	if _, ok := s.Tool("mcp__many__gen_02999"); !ok {
+		t.Error("the last page is missing")
+	}
+}
+
+func TestSkippedToolNames(t *testing.T) {
+	e := newEnv(t)
+	defs := `[
+	 {"name":"ok","inputSchema":{"type":"object"}},
+	 {"name":"has space","inputSchema":{"type":"object"}},
+	 {"name":"dup","inputSchema":{"type":"object"}},
+	 {"name":"dup","description":"the other one","inputSchema":{"type":"object"}},
+	 {"name":"` + strings.Repeat("x", 70) + `","inputSchema":{"type":"object"}},
+	 {"description":"no name","inputSchema":{"type":"object"}},
+	 {"name":"noschema"},
+	 {"name":"twice","description":"a","description":"b","inputSchema":{"type":"object"}}
+	]`
+	s := e.connect(e.opts(), rawFixture(t, e, "raw", defs))
+	var names []string
+	for _, tool := range s.AllTools() {
+		names = append(names, tool.Tool)
+	}
+	if strings.Join(names, ",") != "ok" {
+		t.Errorf("tools %v; want only ok", names)
+	}
+	for _, want := range []string{"has space", `"dup" 2 times`, "more than 64", "no name", "noschema", "twice"} {
+		if noticeWith(s, want) == "" {
+			t.Errorf("no notice mentioning %q: %q", want, s.Notices())
+		}
+	}
+}
+
+func TestCrashDuringCall(t *testing.T) {
+	e := newEnv(t)
+	sc := fixture("crashy")
+	sc.CallTimeout = time.Minute
+	s := e.connect(e.opts(), sc, fixture("other"))
+	start := time.Now()
+	_, err := s.Call(context.Background(), "mcp__crashy__crash", nil)
+	if !errors.Is(err, ErrServerGone) {
+		t.Fatalf("crash: %v; want ErrServerGone", err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Errorf("the crash took %v to report (call_timeout is 1m)", time.Since(start))
+	}
+	if !strings.Contains(err.Error(), "crashy") || !strings.Contains(err.Error(), "exit status 3") {
+		t.Errorf("error %q does not name the server and its exit status", err)
+	}
+	start = time.Now()
+	if _, err := s.Call(context.Background(), "mcp__crashy__echo", json.RawMessage(`{"text":"x"}`)); !errors.Is(err, ErrServerGone) {
+		t.Errorf("call after the crash: %v; want ErrServerGone", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Errorf("a call to a dead server took %v", time.Since(start))
+	}
+	if call(t, s, "mcp__other__echo", `{"text":"x"}`) != `{"text":"x"}` {
+		t.Error("the other server was hurt")
+	}
+	if srv := s.Servers()[0]; srv.Name != "crashy" || srv.State != ServerExited {
+		t.Errorf("servers: %+v", s.Servers())
+	}
+	if noticeWith(s, "crashy", "exited", "crashing on purpose") == "" {
+		t.Errorf("no notice of the exit with its stderr: %q", s.Notices())
+	}
+	var changed atomic.Int32
+	s.opts.OnToolsChanged = func(string) { changed.Add(1) }
+	if err := s.Restart(context.Background(), "crashy"); err != nil {
+		t.Fatal(err)
+	}
+	if call(t, s, "mcp__crashy__echo", `{"text":"back"}`) != `{"text":"back"}` {
+		t.Error("the restarted server does not answer")
+	}
+	if changed.Load() != 1 {
+		t.Errorf("OnToolsChanged called %d times after Restart", changed.Load())
+	}
+}
+
+func TestCallTimeoutAndCancel(t *testing.T) {
+	e := newEnv(t)
+	sc := fixture("slow", "-record", "calls.log")
+	sc.CallTimeout = 500 * time.Millisecond
+	s := e.connect(e.opts(), sc)
+	_, err := s.Call(context.Background(), "mcp__slow__sleep", json.RawMessage(`{"ms":60000}`))
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("sleep past call_timeout: %v; want ErrTimeout", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err = s.Call(ctx, "mcp__slow__sleep", json.RawMessage(`{"ms":60000}`))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v; want context.Canceled", err)
+	}
+	// The server saw notifications/cancelled for both.
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Count(e.file("calls.log"), "cancelled") < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := strings.Count(e.file("calls.log"), "cancelled"); got != 2 {
+		t.Errorf("server saw %d cancellations; want 2:\n%s", got, e.file("calls.log"))
+	}
+	if call(t, s, "mcp__slow__sleep", `{"ms":1}`) != "slept" {
+		t.Error("server unusable after cancellations")
+	}
+}
+
+func TestHugeResultIsCut(t *testing.T) {
+	e := newEnv(t)
+	sc := fixture("big")
+	sc.MaxOutput = 1000
+	s := e.connect(e.opts(), sc)
+	res, err := s.Call(context.Background(), "mcp__big__big", json.RawMessage(`{"n":5000000}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) != 2 {
+		t.Fatalf("content: %d items", len(res.Content))
+	}
+	if got := len(res.Content[0].(*mcp.TextContent).Text); got != 1000 {
+		t.Errorf("cut text is %d bytes; want 1000", got)
+	}
+	if msg := res.Content[1].(*mcp.TextContent).Text; !strings.Contains(msg, "cut") || !strings.Contains(msg, "max_output") {
+		t.Errorf("no notice of the cut: %q", msg)
+	}
+	small := call(t, s, "mcp__big__big", `{"n":10}`)
+	if small != "yyyyyyyyyy" {
+		t.Errorf("small result %q", small)
+	}
+}
+
+func TestCutKeepsRunes(t *testing.T) {
+	res := cut(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "aé€😀"}}}, 4, "x")
+	if got := res.Content[0].(*mcp.TextContent).Text; got != "aé" {
+		t.Errorf("cut to 4 bytes = %q; want %q", got, "aé")
+	}
+	res = cut(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}, StructuredContent: map[string]any{"k": strings.Repeat("v", 100)}}, 50, "x")
+	if res.StructuredContent != nil || len(res.Content) != 2 {
+		t.Errorf("oversized structured content kept: %+v", res)
+	}
+}
+
+func TestServerRequests(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(), fixture("asks"))
+	roots := call(t, s, "mcp__asks__roots", `{}`)
+	var got []struct{ URI string }
+	if err := json.Unmarshal([]byte(roots), &got); err != nil || len(got) != 1 || got[0].URI != "file://"+s.Worktree() {
+		t.Errorf("roots = %s; want the worktree alone", roots)
+	}
+	for _, tool := range []string{"sample", "elicit"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := s.Call(ctx, "mcp__asks__"+tool, nil)
+		cancel()
+		if err != nil {
+			t.Errorf("%s: %v", tool, err)
+			continue
+		}
+		if txt := resultText(t, res); !strings.HasPrefix(txt, "error:") {
+			t.Errorf("%s was not refused: %q", tool, txt)
+		}
+	}
+}
+
+func TestCorruptStateFailsClosed(t *testing.T) {
+	e := newEnv(t)
+	path := filepath.Join(e.state, "mcp-reviewed.json")
+	corrupt := []byte(`{"version":1,"tools":{"notes/echo":`)
+	os.WriteFile(path, corrupt, 0o600)
+	s := e.connect(e.opts(), fixture("notes"))
+	tool, _ := s.Tool("mcp__notes__echo")
+	if tool.Decision != Approval {
+		t.Errorf("allowed tool with unreadable pins: %s; want approval", tool.Decision)
+	}
+	if s.StateError() == nil || noticeWith(s, "state", "unreadable") == "" {
+		t.Errorf("no notice of the corrupt state: %q", s.Notices())
+	}
+	if _, err := s.Call(context.Background(), "mcp__notes__echo", json.RawMessage(`{"text":"x"}`)); !errors.Is(err, ErrNeedsApproval) {
+		t.Errorf("call with unreadable pins: %v", err)
+	}
+	if err := s.Approve("mcp__notes__echo"); err == nil {
+		t.Error("Approve over a corrupt state file succeeded")
+	}
+	s.Close()
+	if b, _ := os.ReadFile(path); !bytes.Equal(b, corrupt) {
+		t.Errorf("the corrupt state file was rewritten: %q", b)
+	}
+}
+
+// TestManyConcurrentCalls: hundreds of goroutines through one session get
+// their own answers, and nothing is left running after Close.
+func TestManyConcurrentCalls(t *testing.T) {
+	before := runtime.NumGoroutine()
+	e := newEnv(t)
+	s := e.connect(e.opts(), fixture("a"), fixture("b"))
+	const n = 300
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			server := []string{"a", "b"}[i%2]
+			want := fmt.Sprintf(`{"text":"call-%d"}`, i)
+			res, err := s.Call(context.Background(), "mcp__"+server+"__echo", json.RawMessage(want))
+			if err != nil {
+				errs <- err
+				return
+			}
+			if got := res.Content[0].(*mcp.TextContent).Text; got != want {
+				errs <- fmt.Errorf("call %d got %s", i, got)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	s.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if after := runtime.NumGoroutine(); after > before+2 {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines before, %d after Close:\n%s", before, after, buf[:runtime.Stack(buf, true)])
+	}
+	waitNoProcesses(t, fixtureBin)
+}

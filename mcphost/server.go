@@ -1,0 +1,627 @@
+package mcphost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost/mcphost/pin"
+	"github.com/mcphost/mcphost/sandbox"
+	"github.com/mcphost/mcphost/schema"
+)
+
+// Discovery bounds: a server that keeps paginating or lists absurdly many
+// tools is cut off, not followed forever.
+const (
+	maxPages = 1000
+	maxTools = 20000
+)
+
+// protocolVersion is the MCP version mcphost asks for: the newest one whose
+// stateful initialize every current server speaks.
+const protocolVersion = "2025-11-25"
+
+// server is one configured server and its running process, if any.
+type server struct {
+	cfg    ServerConfig
+	sess   *Session
+	stderr *stderrLog
+
+	restartMu sync.Mutex // serializes Restart
+	listMu    sync.Mutex // serializes discovery (the tap relies on it)
+
+	mu          sync.Mutex
+	state       ServerState
+	err         error  // why it failed or exited
+	phase       string // the phase it failed in
+	exitStatus  string
+	confinement string
+	proc        *sandbox.Process
+	cs          *mcp.ClientSession
+	tap         *listTap
+	lastList    []json.RawMessage
+	relisting   chan struct{} // non-nil while a list_changed re-list runs; closed when done
+	dirty       bool          // another list_changed came during the re-list
+	gen         uint64        // bumped on every start, so stale goroutines stand down
+}
+
+// startError is a failure to start, with the phase it happened in.
+type startError struct {
+	phase string
+	err   error
+}
+
+func (e *startError) Error() string { return e.phase + ": " + e.err.Error() }
+func (e *startError) Unwrap() error { return e.err }
+
+func (srv *server) running() bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.state == ServerRunning
+}
+
+// start starts the process, initializes and lists all tools, all within the
+// startup timeout. On success the server is running and lastList holds its
+// raw tools.
+func (srv *server) start(ctx context.Context) error {
+	s := srv.sess
+	cfg := srv.cfg
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
+	defer cancel()
+	begin := time.Now()
+
+	sbx, err := srv.sandboxConfig()
+	if err != nil {
+		return &startError{"config", err}
+	}
+	proc, err := sandbox.Start(ctx, sbx)
+	if err != nil {
+		return &startError{"start", err}
+	}
+	srv.mu.Lock()
+	srv.gen++
+	gen := srv.gen
+	srv.proc = proc
+	srv.confinement = proc.Confinement()
+	srv.exitStatus = ""
+	srv.err = nil
+	srv.dirty = false
+	srv.mu.Unlock()
+	tap := newListTap(func() { srv.toolsChanged(gen) })
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: Version}, &mcp.ClientOptions{
+		// Advertise roots only, and only the worktree: no sampling, no
+		// elicitation. The go-sdk answers requests for anything else with
+		// a JSON-RPC error.
+		Capabilities:           &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			s.logger.Debug("server log", "server", cfg.Name, "level", req.Params.Level, "logger", req.Params.Logger)
+		},
+		Logger: s.logger,
+	})
+	client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: s.worktree}).String(), Name: "worktree"})
+	transport := &tapTransport{tap: tap, inner: &mcp.IOTransport{
+		Reader:        proc.Stdout(),
+		Writer:        proc.Stdin(),
+		MaxLineLength: lineLimit(cfg.MaxOutput),
+	}}
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		err = srv.explain(ctx, proc, err, cfg.StartupTimeout)
+		_ = proc.Close(0)
+		return &startError{"initialize", err}
+	}
+	srv.mu.Lock()
+	srv.cs, srv.tap = cs, tap
+	srv.mu.Unlock()
+	var raws []json.RawMessage
+	for round := 0; ; round++ {
+		raws, err = srv.listAll(ctx, cs, tap)
+		if err != nil {
+			err = srv.explain(ctx, proc, err, cfg.StartupTimeout)
+			_ = cs.Close()
+			_ = proc.Close(0)
+			return &startError{"tools/list", err}
+		}
+		srv.mu.Lock()
+		// A list_changed during the first listing (servers that add
+		// tools as they start send one) means the list may be stale.
+		again := srv.dirty && round < 3
+		srv.dirty = false
+		if !again {
+			srv.lastList = raws
+			srv.state = ServerRunning
+		}
+		srv.mu.Unlock()
+		if !again {
+			break
+		}
+	}
+	s.logger.Info("server started", "server", cfg.Name, "confinement", proc.Confinement(),
+		"tools", len(raws), "duration", time.Since(begin))
+
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		<-proc.Done()
+		srv.exited(gen)
+	}()
+	return nil
+}
+
+// lineLimit bounds one inbound JSON-RPC message, and so the host memory one
+// server can claim at once. A result larger than max_output is cut, but it
+// must first be read whole; past this limit the server is dropped instead.
+func lineLimit(maxOutput int64) int {
+	return int(max(16<<20, 4*maxOutput+(1<<20)))
+}
+
+// explain turns a start failure into something a person can act on: the
+// deadline, or the process's exit and its last stderr lines.
+func (srv *server) explain(ctx context.Context, proc *sandbox.Process, err error, timeout time.Duration) error {
+	if ctx.Err() == context.DeadlineExceeded {
+		err = fmt.Errorf("no answer within startup_timeout %v", timeout)
+	} else {
+		// The server probably exited: give it a moment to be reaped so
+		// the notice can say how it ended.
+		select {
+		case <-proc.Done():
+			err = fmt.Errorf("server exited (%s): %w", proc.ExitStatus(), err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// listAll reads every page of tools/list and returns the raw definitions.
+func (srv *server) listAll(ctx context.Context, cs *mcp.ClientSession, tap *listTap) ([]json.RawMessage, error) {
+	srv.listMu.Lock()
+	defer srv.listMu.Unlock()
+	var (
+		all     []json.RawMessage
+		cursor  string
+		cursors = map[string]bool{}
+	)
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return nil, fmt.Errorf("more than %d pages of tools; stopped reading", maxPages)
+		}
+		tap.take()
+		if _, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor}); err != nil {
+			return nil, err
+		}
+		raw := tap.take()
+		if raw == nil {
+			return nil, errors.New("tools/list result not seen on the wire")
+		}
+		var res struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor *string           `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, fmt.Errorf("tools/list result is not valid: %w", err)
+		}
+		all = append(all, res.Tools...)
+		if len(all) > maxTools {
+			return nil, fmt.Errorf("more than %d tools; stopped reading", maxTools)
+		}
+		if res.NextCursor == nil || *res.NextCursor == "" {
+			return all, nil
+		}
+		cursor = *res.NextCursor
+		if cursors[cursor] {
+			return nil, fmt.Errorf("tools/list repeated cursor %q: the server paginates in a loop", printable(cursor, 40))
+		}
+		cursors[cursor] = true
+	}
+}
+
+// sandboxConfig builds the process description from the server's config.
+func (srv *server) sandboxConfig() (sandbox.Config, error) {
+	s := srv.sess
+	cfg := srv.cfg
+	home := ""
+	for _, kv := range s.hostEnv() {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	expand := func(key string, paths []string) ([]string, error) {
+		out := make([]string, 0, len(paths))
+		for _, p := range paths {
+			switch {
+			case p == "~" || strings.HasPrefix(p, "~/"):
+				if home == "" {
+					return nil, fmt.Errorf("[mcp.%s] %s: %q: HOME is not set", cfg.Name, key, p)
+				}
+				p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+			case !filepath.IsAbs(p):
+				p = filepath.Join(s.worktree, p)
+			}
+			out = append(out, filepath.Clean(p))
+		}
+		return out, nil
+	}
+	read, err := expand("read", cfg.Read)
+	if err != nil {
+		return sandbox.Config{}, err
+	}
+	write, err := expand("write", cfg.Write)
+	if err != nil {
+		return sandbox.Config{}, err
+	}
+	argv := cfg.Command
+	if strings.ContainsRune(argv[0], '/') && !filepath.IsAbs(argv[0]) {
+		// A relative path names a program in the worktree, wherever the
+		// host itself runs from.
+		argv = append([]string{filepath.Join(s.worktree, argv[0])}, argv[1:]...)
+	}
+	protect := []string{s.opts.StateDir}
+	if s.opts.ConfigFile != "" {
+		protect = append(protect, s.opts.ConfigFile)
+	}
+	return sandbox.Config{
+		Name:     cfg.Name,
+		Argv:     argv,
+		Worktree: s.worktree,
+		Env:      cfg.Env,
+		EnvPass:  cfg.EnvPass,
+		HostEnv:  s.opts.HostEnv,
+		Read:     read,
+		Write:    write,
+		Protect:  protect,
+		Network:  cfg.Network,
+		Off:      cfg.Unconfined,
+		Stderr:   srv.stderr,
+	}, nil
+}
+
+func (s *Session) hostEnv() []string {
+	if s.opts.HostEnv != nil {
+		return s.opts.HostEnv
+	}
+	return os.Environ()
+}
+
+// fail records a start failure.
+func (srv *server) fail(err error) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	srv.state = ServerFailed
+	srv.err = err
+	var se *startError
+	if errors.As(err, &se) {
+		srv.phase = se.phase
+	}
+	srv.sess.logger.Warn("server failed", "server", srv.cfg.Name, "error", err)
+}
+
+func (srv *server) failureNotice() string {
+	srv.mu.Lock()
+	err := srv.err
+	srv.mu.Unlock()
+	n := fmt.Sprintf("server %s did not start: %v", srv.cfg.Name, err)
+	if errors.Is(err, sandbox.ErrUnsupported) {
+		n += fmt.Sprintf(" (to run it unconfined, a risk, set sandbox = \"off\" in [mcp.%s])", srv.cfg.Name)
+	}
+	if tail := srv.stderr.Tail(5); tail != "" {
+		n += "\n  stderr: " + strings.ReplaceAll(tail, "\n", "\n  stderr: ")
+	}
+	return n
+}
+
+// exited runs when the server's process ends on its own (or is closed).
+func (srv *server) exited(gen uint64) {
+	srv.mu.Lock()
+	if srv.gen != gen {
+		srv.mu.Unlock()
+		return
+	}
+	status := srv.proc.ExitStatus()
+	srv.exitStatus = status
+	wasRunning := srv.state == ServerRunning
+	if wasRunning {
+		srv.state = ServerExited
+		srv.err = fmt.Errorf("server exited (%s)", status)
+	}
+	cs := srv.cs
+	srv.mu.Unlock()
+	if cs != nil {
+		_ = cs.Close() // fail calls in flight now, not at their timeout
+	}
+	if wasRunning {
+		n := fmt.Sprintf("server %s exited (%s); its tools fail until Restart", srv.cfg.Name, status)
+		if tail := srv.stderr.Tail(5); tail != "" {
+			n += "\n  stderr: " + strings.ReplaceAll(tail, "\n", "\n  stderr: ")
+		}
+		srv.sess.addNotice(n)
+	}
+}
+
+// close ends the server's processes and leaves it in state.
+func (srv *server) close(state ServerState) error {
+	srv.mu.Lock()
+	cs, proc := srv.cs, srv.proc
+	srv.cs, srv.proc = nil, nil
+	srv.gen++ // the exit watcher of this process stands down
+	if srv.state == ServerRunning || srv.state == ServerExited {
+		srv.state = state
+	}
+	if srv.relisting != nil {
+		close(srv.relisting)
+		srv.relisting = nil
+	}
+	srv.mu.Unlock()
+	var err error
+	if cs != nil {
+		// Closing the session closes stdin: the stdio shutdown the spec
+		// asks for. proc.Close then gives the server the grace period.
+		cs.Close()
+	}
+	if proc != nil {
+		err = proc.Close(srv.sess.opts.CloseGrace)
+	}
+	return err
+}
+
+func (srv *server) info() ServerInfo {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement}
+	if info.Confinement == "" {
+		info.Confinement = "none"
+	}
+	if srv.err != nil && srv.state != ServerRunning {
+		info.Error = srv.err.Error()
+	}
+	return info
+}
+
+// session returns the live client session, or why there is none.
+func (srv *server) session() (*mcp.ClientSession, error) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.state != ServerRunning || srv.cs == nil {
+		why := string(srv.state)
+		if srv.err != nil {
+			why = srv.err.Error()
+		}
+		return nil, fmt.Errorf("%w: server %s: %s", ErrServerGone, srv.cfg.Name, why)
+	}
+	return srv.cs, nil
+}
+
+// toolsChanged handles notifications/tools/list_changed: it marks the server
+// as re-listing at once, so calls wait for the new definitions instead of
+// going through under the old decision, and re-lists in the background
+// (again, if more notifications came meanwhile).
+func (srv *server) toolsChanged(gen uint64) {
+	s := srv.sess
+	srv.mu.Lock()
+	if srv.gen != gen {
+		srv.mu.Unlock()
+		return
+	}
+	if srv.state != ServerRunning || srv.relisting != nil {
+		srv.dirty = true
+		srv.mu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	srv.relisting = done
+	cs, tap := srv.cs, srv.tap
+	srv.mu.Unlock()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		for {
+			ok := srv.relist(gen, cs, tap)
+			srv.mu.Lock()
+			again := ok && srv.dirty && srv.relisting == done
+			srv.dirty = false
+			if !again {
+				// Publish before releasing waiting calls, so that none
+				// of them goes through under the old definitions.
+				if srv.relisting == done {
+					srv.relisting = nil
+					close(done)
+				}
+				srv.mu.Unlock()
+				break
+			}
+			srv.mu.Unlock()
+		}
+		if s.opts.OnToolsChanged != nil && !s.isClosed() {
+			s.opts.OnToolsChanged(srv.cfg.Name)
+		}
+	}()
+}
+
+// relist re-reads a running server's tools and publishes them. It reports
+// whether the server is still the one it was asked about.
+func (srv *server) relist(gen uint64, cs *mcp.ClientSession, tap *listTap) bool {
+	s := srv.sess
+	ctx, cancel := context.WithTimeout(context.Background(), srv.cfg.StartupTimeout)
+	defer cancel()
+	raws, err := srv.listAll(ctx, cs, tap)
+	srv.mu.Lock()
+	stale := srv.gen != gen
+	srv.mu.Unlock()
+	if stale {
+		return false
+	}
+	if err != nil {
+		// Fail closed: the tools we have may no longer be what the server
+		// serves, so none of them is called until it lists again.
+		s.addNotice(fmt.Sprintf("server %s: re-listing tools after list_changed failed: %v; its tools are withdrawn until Restart", srv.cfg.Name, err))
+		s.publish(srv, nil, loadedState{})
+		return true
+	}
+	st, lerr := s.store.Load()
+	s.recordFirstSight(s.publish(srv, raws, loadedState{st, lerr}))
+	s.logger.Info("server tools changed", "server", srv.cfg.Name, "tools", len(raws))
+	return true
+}
+
+// listed waits until no re-list is pending for the server.
+func (srv *server) listed(ctx context.Context) error {
+	for {
+		srv.mu.Lock()
+		ch := srv.relisting
+		srv.mu.Unlock()
+		if ch == nil {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// toolDef is the part of a raw tool definition mcphost reads. Everything
+// else the server sent stays in the raw definition the digest covers.
+type toolDef struct {
+	Name         *string         `json:"name"`
+	Title        string          `json:"title"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+	Annotations  json.RawMessage `json:"annotations"`
+}
+
+// build applies naming, schema closing, policy and pins to a server's raw
+// tools. It returns the tools to publish, the first-seen allowed tools to
+// record, and notices.
+func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*toolEntry, recs []pinRecord, notices []string) {
+	cfg := srv.cfg
+	counts := map[string]int{}
+	defs := make([]toolDef, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &defs[i]); err == nil && defs[i].Name != nil {
+			counts[*defs[i].Name]++
+		}
+	}
+	seen := map[string]bool{}
+	now := time.Now().UTC()
+	for i, raw := range raws {
+		d := defs[i]
+		if d.Name == nil {
+			notices = append(notices, fmt.Sprintf("server %s: skipped a tool with no name (tool #%d of its list)", cfg.Name, i+1))
+			continue
+		}
+		name := *d.Name
+		shown := printable(name, 80)
+		if counts[name] > 1 {
+			if !seen[name] {
+				notices = append(notices, fmt.Sprintf("server %s lists tool %q %d times; skipped it (which one would be called?)", cfg.Name, shown, counts[name]))
+			}
+			seen[name] = true
+			continue
+		}
+		seen[name] = true
+		model, err := ModelName(cfg.Name, name)
+		if err != nil {
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: %s", cfg.Name, shown, nameProblem(err)))
+			continue
+		}
+		digest, err := pin.Digest(raw)
+		if err != nil {
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: its definition cannot be pinned: %v", cfg.Name, shown, err))
+			continue
+		}
+		input := d.InputSchema
+		if len(input) == 0 || string(input) == "null" {
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: it has no inputSchema", cfg.Name, shown))
+			continue
+		}
+		closed, err := schema.Close(input)
+		if err != nil {
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: %v", cfg.Name, shown, err))
+			continue
+		}
+		t := Tool{
+			Name:           model,
+			Server:         cfg.Name,
+			Tool:           name,
+			Title:          d.Title,
+			Description:    d.Description,
+			Schema:         closed.Schema,
+			Strict:         closed.Strict,
+			StrictProblem:  closed.Problem,
+			StrictProblems: map[string]string{},
+			Fields:         closed.Fields,
+			Digest:         digest,
+			Annotations:    nonNull(d.Annotations),
+			OutputSchema:   nonNull(d.OutputSchema),
+			Definition:     raw,
+			Decision:       cfg.policy(name),
+			Pin:            PinUnpinned,
+		}
+		for p, problem := range closed.Problems {
+			t.StrictProblems[string(p)] = problem
+		}
+		if t.Fields == nil {
+			t.Fields = []string{}
+		}
+		if t.Decision == Allow {
+			switch {
+			case ls.err != nil || ls.state == nil:
+				// The pins cannot be read: trust nothing.
+				t.Decision = Approval
+			default:
+				prev, ok := ls.state.Tools[pinKey(cfg.Name, name)]
+				switch {
+				case !ok:
+					t.Pin = PinNew
+					recs = append(recs, pinRecord{pinKey(cfg.Name, name), pin.Entry{Digest: digest, Definition: raw, ReviewedAt: now}})
+				case prev.Digest == digest:
+					t.Pin = PinSame
+				default:
+					t.Pin = PinChanged
+					t.Decision = Approval
+					if changes, err := pin.Diff(prev.Definition, raw); err == nil {
+						for _, c := range changes {
+							t.Changed = append(t.Changed, c.Field)
+						}
+					}
+					notices = append(notices, fmt.Sprintf("tool %s changed since its review (%s): it needs approval until re-reviewed (mcphost approve %s)", model, describe(t.Changed), model))
+				}
+			}
+		}
+		entries = append(entries, &toolEntry{Tool: t, closed: closed, srv: srv})
+	}
+	if ls.state != nil {
+		for key := range ls.state.Tools {
+			rest, ok := strings.CutPrefix(key, cfg.Name+"/")
+			if ok && !seen[rest] {
+				notices = append(notices, fmt.Sprintf("server %s no longer lists tool %q, which was reviewed", cfg.Name, printable(rest, 80)))
+			}
+		}
+	}
+	return entries, recs, notices
+}
+
+func nameProblem(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "cannot be named"); i >= 0 {
+		return msg[i:]
+	}
+	return msg
+}
+
+func nonNull(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 || string(r) == "null" {
+		return nil
+	}
+	return r
+}

@@ -1,0 +1,627 @@
+package mcphost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcphost/mcphost/pin"
+	"github.com/mcphost/mcphost/schema"
+)
+
+// Version is mcphost's version, sent to servers in initialize.
+const Version = "0.1.0"
+
+// DefaultCloseGrace is how long Close lets a server exit on its own after
+// closing its stdin, before it kills every process the server started.
+const DefaultCloseGrace = 2 * time.Second
+
+// Options configures a Session. The zero value is usable: the worktree is
+// the current directory and the state directory is DefaultStateDir of it.
+type Options struct {
+	// Worktree is the directory servers run in and may write. Default ".".
+	Worktree string
+	// StateDir holds the reviewed-tools state file. Default:
+	// DefaultStateDir(Worktree), outside the worktree. Servers cannot write
+	// it even when it lies inside the worktree.
+	StateDir string
+	// ConfigFile is the path of the agent's config file, if it has one.
+	// Servers cannot write it even when it lies inside the worktree.
+	ConfigFile string
+	// Approver is asked before each call of a tool whose decision is
+	// Approval. Nil: such calls fail with ErrNeedsApproval.
+	Approver Approver
+	// Logger receives server lifecycle events, notices, calls (tool,
+	// decision, duration, outcome; never argument values) and, at debug
+	// level, the servers' stderr lines. Nil: nothing is logged.
+	Logger *slog.Logger
+	// ReadOnlyState keeps the session from writing the state file on its
+	// own: first-seen allowed tools show as PinNew (and are allowed) but are
+	// not recorded, and an approved call of a changed tool is approved once
+	// without recording a review. Session.Approve still records. mcphost
+	// list, check and call use it.
+	ReadOnlyState bool
+	// OnToolsChanged is called, from a goroutine of the session's, after a
+	// server's tools changed mid-session (notifications/tools/list_changed
+	// or Restart), with that server's name. Read the new tools with Tools.
+	OnToolsChanged func(server string)
+	// OnCall is called after every Session.Call with a record of it.
+	OnCall func(CallRecord)
+	// CloseGrace is how long Close waits for a server to exit on its own.
+	// Default DefaultCloseGrace.
+	CloseGrace time.Duration
+	// HostEnv is the environment the servers' environments are scrubbed
+	// from. Nil: os.Environ().
+	HostEnv []string
+}
+
+// Approver decides whether a call of a tool that needs approval may go
+// ahead. It is called from the goroutine of Session.Call, possibly from many
+// at once. Returning true approves this one call; if the tool needed approval
+// because it changed since its review, approving also records the tool as
+// reviewed, as `mcphost approve` does. An error fails the call with it.
+type Approver func(ctx context.Context, req ApprovalRequest) (bool, error)
+
+// ApprovalRequest is what an Approver is asked about.
+type ApprovalRequest struct {
+	Tool Tool
+	// Arguments are the arguments as the server will receive them.
+	Arguments json.RawMessage
+	// Reason says why approval is needed, for a person to read.
+	Reason string
+	// Changes lists what changed since the tool's review, when Tool.Pin is
+	// PinChanged.
+	Changes []pin.Change
+}
+
+// CallRecord describes one finished Session.Call, for a journal.
+type CallRecord struct {
+	Tool     string        // model name
+	Server   string        // "" when the tool is unknown
+	Decision Decision      // the decision the call went through
+	Duration time.Duration // the whole call, approval included
+	Err      error         // nil on success (a result with isError is a success here)
+	IsError  bool          // the server's result had isError set
+}
+
+// ServerState is the lifecycle state of one server.
+type ServerState string
+
+const (
+	ServerRunning ServerState = "running"
+	ServerFailed  ServerState = "failed" // it did not start, initialize or list
+	ServerExited  ServerState = "exited" // it died after starting
+	ServerClosed  ServerState = "closed"
+)
+
+// ServerInfo describes one server of a session.
+type ServerInfo struct {
+	Name        string      `json:"name"`
+	State       ServerState `json:"state"`
+	Confinement string      `json:"confinement"`
+	Tools       int         `json:"tools"`
+	Error       string      `json:"error,omitempty"`
+}
+
+// Session is a set of running servers and their tools. Its methods are safe
+// for concurrent use.
+type Session struct {
+	opts     Options
+	worktree string
+	store    *pin.Store
+	logger   *slog.Logger
+	servers  map[string]*server
+	order    []string
+
+	mu      sync.RWMutex
+	tools   map[string]*toolEntry // by model name
+	notices []string
+	closed  bool
+	// stateErr is why the state file could not be read at Connect.
+	stateErr error
+
+	bg sync.WaitGroup // goroutines that Close waits for
+}
+
+// toolEntry is one tool with what a call needs. Immutable once published.
+type toolEntry struct {
+	Tool
+	closed *schema.Closed
+	srv    *server
+}
+
+// DefaultStateDir returns the state directory for a worktree:
+// $XDG_STATE_HOME (or ~/.local/state) /mcphost/<base>-<hash of the path>.
+// It is outside the worktree, so a server that writes the worktree cannot
+// approve its own tools.
+func DefaultStateDir(worktree string) (string, error) {
+	abs, err := filepath.Abs(worktree)
+	if err != nil {
+		return "", err
+	}
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" || !filepath.IsAbs(base) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no state directory: %w (set -state or XDG_STATE_HOME)", err)
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	d, err := pin.Digest(mustJSON(map[string]string{"worktree": abs}))
+	if err != nil {
+		return "", err
+	}
+	name := filepath.Base(abs)
+	if name == "/" || name == "." {
+		name = "root"
+	}
+	return filepath.Join(base, "mcphost", name+"-"+d[len(d)-12:]), nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Connect starts every server in parallel, confined to the worktree, and
+// discovers their tools. One server's failure does not fail Connect: it is
+// in Notices and Servers. Connect fails only for a bad worktree or state
+// directory, an invalid ServerConfig, or ctx ending. ctx bounds Connect
+// itself, not the session's life; each server's start is also bounded by its
+// StartupTimeout. The caller must Close the session.
+func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Session, error) {
+	s := &Session{opts: opts, servers: map[string]*server{}, tools: map[string]*toolEntry{}}
+	s.logger = opts.Logger
+	if s.logger == nil {
+		s.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.opts.CloseGrace <= 0 {
+		s.opts.CloseGrace = DefaultCloseGrace
+	}
+	wt := opts.Worktree
+	if wt == "" {
+		wt = "."
+	}
+	wt, err := filepath.Abs(wt)
+	if err == nil {
+		wt, err = filepath.EvalSymlinks(wt)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: worktree: %w", err)
+	}
+	if fi, err := os.Stat(wt); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("mcphost: worktree %s is not a directory", wt)
+	}
+	s.worktree = wt
+	if s.opts.StateDir == "" {
+		if s.opts.StateDir, err = DefaultStateDir(wt); err != nil {
+			return nil, fmt.Errorf("mcphost: %w", err)
+		}
+	}
+	if s.opts.StateDir, err = filepath.Abs(s.opts.StateDir); err != nil {
+		return nil, fmt.Errorf("mcphost: state dir: %w", err)
+	}
+	// Create it before any server starts: the sandbox can only protect a
+	// path that exists, and a server must not be able to create it first.
+	if err := os.MkdirAll(s.opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("mcphost: state dir: %w", err)
+	}
+	s.store = &pin.Store{Dir: s.opts.StateDir}
+	if s.opts.ConfigFile != "" {
+		if s.opts.ConfigFile, err = filepath.Abs(s.opts.ConfigFile); err != nil {
+			return nil, fmt.Errorf("mcphost: config file: %w", err)
+		}
+	}
+
+	var errs []error
+	for _, sc := range servers {
+		sc = sc.withDefaults()
+		if err := ValidServerName(sc.Name); err != nil {
+			errs = append(errs, &ConfigError{Table: "mcp." + sc.Name, Msg: err.Error()})
+			continue
+		}
+		for _, p := range sc.validate() {
+			errs = append(errs, &ConfigError{Table: "mcp." + sc.Name, Key: p.key, Msg: p.msg})
+		}
+		if _, dup := s.servers[sc.Name]; dup {
+			errs = append(errs, &ConfigError{Table: "mcp." + sc.Name, Msg: "defined twice"})
+			continue
+		}
+		s.servers[sc.Name] = &server{cfg: sc, sess: s, stderr: newStderrLog(sc.Name, s.logger), state: ServerFailed}
+		s.order = append(s.order, sc.Name)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	sort.Strings(s.order)
+
+	// Read the pins while the servers start.
+	stateCh := make(chan loadedState, 1)
+	go func() {
+		st, err := s.store.Load()
+		stateCh <- loadedState{st, err}
+	}()
+
+	type started struct {
+		srv *server
+		err error
+	}
+	results := make(chan started, len(s.order))
+	for _, name := range s.order {
+		srv := s.servers[name]
+		go func() { results <- started{srv, srv.start(ctx)} }()
+	}
+	ls := <-stateCh
+	s.stateErr = ls.err
+	if ls.err != nil {
+		s.addNotice(fmt.Sprintf("reviewed-tools state unreadable, so no allowed tool is trusted (each needs approval): %v", ls.err))
+	}
+	var startErrs []*server
+	for range s.order {
+		r := <-results
+		if r.err != nil {
+			r.srv.fail(r.err)
+			startErrs = append(startErrs, r.srv)
+		}
+	}
+	for _, srv := range startErrs {
+		s.addNotice(srv.failureNotice())
+	}
+	if err := ctx.Err(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("mcphost: connect: %w", err)
+	}
+	var pending []pinRecord
+	for _, name := range s.order {
+		srv := s.servers[name]
+		if srv.running() {
+			pending = append(pending, s.publish(srv, srv.lastList, ls)...)
+		}
+	}
+	s.recordFirstSight(pending)
+	return s, nil
+}
+
+type loadedState struct {
+	state *pin.State
+	err   error
+}
+
+// pinRecord is a first-seen allowed tool to record in the state file.
+type pinRecord struct {
+	key   string
+	entry pin.Entry
+}
+
+// recordFirstSight writes first-seen allowed tools (trust on first use) in
+// one update, so parallel starts do not queue on the state file's lock.
+func (s *Session) recordFirstSight(recs []pinRecord) {
+	if len(recs) == 0 || s.opts.ReadOnlyState {
+		return
+	}
+	err := s.store.Update(func(st *pin.State) error {
+		for _, r := range recs {
+			// Another process may have recorded a review meanwhile: keep
+			// it rather than overwrite it with our first sight.
+			if _, ok := st.Tools[r.key]; !ok {
+				st.Tools[r.key] = r.entry
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.addNotice(fmt.Sprintf("could not record first-seen tools as reviewed: %v", err))
+	}
+}
+
+// publish turns a server's listed tools into the session's tools, applying
+// policy and pins, and returns the first-seen allowed tools to record.
+func (s *Session) publish(srv *server, raws []json.RawMessage, ls loadedState) []pinRecord {
+	entries, recs, notices := srv.build(raws, ls)
+	s.mu.Lock()
+	for name, e := range s.tools {
+		if e.srv == srv {
+			delete(s.tools, name)
+		}
+	}
+	for _, e := range entries {
+		s.tools[e.Name] = e
+	}
+	s.mu.Unlock()
+	for _, n := range notices {
+		s.addNotice(n)
+	}
+	return recs
+}
+
+func (s *Session) addNotice(n string) {
+	s.logger.Warn("mcphost notice", "notice", n)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.notices) < maxNotices {
+		s.notices = append(s.notices, n)
+	} else if len(s.notices) == maxNotices {
+		s.notices = append(s.notices, "more notices were dropped")
+	}
+}
+
+// maxNotices bounds the notices a session keeps, so a server that keeps
+// changing cannot grow the host's memory through them.
+const maxNotices = 1000
+
+// Notices returns what a person should know about the session: servers that
+// did not start, tools skipped or changed, an unreadable state file.
+func (s *Session) Notices() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.notices)
+}
+
+// Tools returns the tools to offer the model: every tool whose decision is
+// Allow or Approval, sorted by name. Denied tools are left out (see
+// AllTools). The result is a copy the caller owns.
+func (s *Session) Tools() []Tool {
+	return s.collect(func(t *Tool) bool { return t.Decision != Deny })
+}
+
+// AllTools returns every tool of every running server, denied ones included,
+// sorted by name: what `mcphost list` shows a person.
+func (s *Session) AllTools() []Tool {
+	return s.collect(func(*Tool) bool { return true })
+}
+
+func (s *Session) collect(keep func(*Tool) bool) []Tool {
+	s.mu.RLock()
+	out := make([]Tool, 0, len(s.tools))
+	for _, e := range s.tools {
+		if keep(&e.Tool) {
+			out = append(out, e.Tool.clone())
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (t Tool) clone() Tool {
+	t.Schema = slices.Clone(t.Schema)
+	t.Fields = slices.Clone(t.Fields)
+	t.Changed = slices.Clone(t.Changed)
+	t.Annotations = slices.Clone(t.Annotations)
+	t.OutputSchema = slices.Clone(t.OutputSchema)
+	t.Definition = slices.Clone(t.Definition)
+	if t.StrictProblems != nil {
+		m := make(map[string]string, len(t.StrictProblems))
+		for k, v := range t.StrictProblems {
+			m[k] = v
+		}
+		t.StrictProblems = m
+	}
+	return t
+}
+
+// Tool returns one tool by model name, denied tools included.
+func (s *Session) Tool(name string) (Tool, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.tools[name]
+	if !ok {
+		return Tool{}, false
+	}
+	return e.Tool.clone(), true
+}
+
+// Servers describes every configured server, sorted by name.
+func (s *Session) Servers() []ServerInfo {
+	out := make([]ServerInfo, 0, len(s.order))
+	s.mu.RLock()
+	count := map[*server]int{}
+	for _, e := range s.tools {
+		count[e.srv]++
+	}
+	s.mu.RUnlock()
+	for _, name := range s.order {
+		srv := s.servers[name]
+		info := srv.info()
+		info.Tools = count[srv]
+		out = append(out, info)
+	}
+	return out
+}
+
+// StateError returns why the reviewed-tools state file could not be read
+// when the session connected, or nil. While it is non-nil no allowed tool is
+// trusted: each needs approval. The file is never reset; a person fixes it
+// or moves it aside.
+func (s *Session) StateError() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.stateErr
+}
+
+// Worktree returns the session's worktree as an absolute path.
+func (s *Session) Worktree() string { return s.worktree }
+
+// StateDir returns the directory of the session's state file.
+func (s *Session) StateDir() string { return s.opts.StateDir }
+
+// Close ends every server and every process it started, in parallel, and
+// removes their private temporary directories. It waits at most about
+// CloseGrace plus the time to kill. Calls in flight fail with ErrServerGone
+// or ErrClosed. Close is idempotent.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(s.order))
+	for i, name := range s.order {
+		srv := s.servers[name]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = srv.close(ServerClosed)
+		}()
+	}
+	wg.Wait()
+	s.bg.Wait()
+	return errors.Join(errs...)
+}
+
+func (s *Session) isClosed() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.closed
+}
+
+// Restart stops a server (if it runs) and starts it again, with discovery
+// and pinning as at Connect. A restarted server's changed tools need
+// approval like any other change. OnToolsChanged is called afterwards.
+func (s *Session) Restart(ctx context.Context, server string) error {
+	srv, ok := s.servers[server]
+	if !ok {
+		return fmt.Errorf("mcphost: restart: no server named %q", server)
+	}
+	if s.isClosed() {
+		return fmt.Errorf("mcphost: restart %s: %w", server, ErrClosed)
+	}
+	srv.restartMu.Lock()
+	defer srv.restartMu.Unlock()
+	_ = srv.close(ServerClosed)
+	s.mu.Lock()
+	for name, e := range s.tools {
+		if e.srv == srv {
+			delete(s.tools, name)
+		}
+	}
+	s.mu.Unlock()
+	if err := srv.start(ctx); err != nil {
+		srv.fail(err)
+		s.addNotice(srv.failureNotice())
+		return fmt.Errorf("mcphost: restart %s: %w", server, err)
+	}
+	st, err := s.store.Load()
+	recs := s.publish(srv, srv.lastList, loadedState{st, err})
+	s.recordFirstSight(recs)
+	if s.opts.OnToolsChanged != nil {
+		s.opts.OnToolsChanged(server)
+	}
+	return nil
+}
+
+// Approve records the current definitions of the named tools (model names)
+// as reviewed, as `mcphost approve` does: an allowed tool that changed is
+// allowed again. It fails, recording nothing, for an unknown tool and for a
+// tool the config does not allow (reviewing it would change nothing; add it
+// to allow first); see CanApprove.
+func (s *Session) Approve(names ...string) error {
+	entries, err := s.approvable(names)
+	if err != nil {
+		return err
+	}
+	return s.review(entries...)
+}
+
+// CanApprove returns the error Approve would return for names, without
+// recording anything: a CLI checks it before showing a person a diff.
+func (s *Session) CanApprove(names ...string) error {
+	_, err := s.approvable(names)
+	return err
+}
+
+func (s *Session) approvable(names []string) ([]*toolEntry, error) {
+	var entries []*toolEntry
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, n := range names {
+		e, ok := s.tools[n]
+		if !ok {
+			return nil, fmt.Errorf("mcphost: approve %s: %w", printable(n, 100), ErrUnknownTool)
+		}
+		if p := e.srv.cfg.policy(e.Tool.Tool); p != Allow {
+			return nil, fmt.Errorf("mcphost: approve %s: the config of [mcp.%s] decides %q for it, not allow: add %q to its allow list to have calls go ahead without asking", n, e.Server, p, e.Tool.Tool)
+		}
+		entries = append(entries, e)
+	}
+	return entries, nil
+}
+
+// review records tools as reviewed and publishes them as allowed.
+func (s *Session) review(entries ...*toolEntry) error {
+	now := time.Now().UTC()
+	err := s.store.Update(func(st *pin.State) error {
+		for _, e := range entries {
+			st.Tools[pinKey(e.Server, e.Tool.Tool)] = pin.Entry{Digest: e.Digest, Definition: e.Definition, ReviewedAt: now}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mcphost: record review: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range entries {
+		cur, ok := s.tools[e.Name]
+		if !ok || cur.Digest != e.Digest || cur.srv != e.srv {
+			continue // it changed again meanwhile: leave the newer state be
+		}
+		upd := *cur
+		if upd.srv.cfg.policy(upd.Tool.Tool) == Allow {
+			upd.Decision = Allow
+		}
+		upd.Pin, upd.Changed = PinSame, nil
+		s.tools[e.Name] = &upd
+	}
+	return nil
+}
+
+func pinKey(server, tool string) string { return server + "/" + tool }
+
+// Diff returns what changed in a tool since its review (nil if it is not
+// pinned or unchanged).
+func (s *Session) Diff(name string) ([]pin.Change, error) {
+	s.mu.RLock()
+	e, ok := s.tools[name]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("mcphost: %s: %w", name, ErrUnknownTool)
+	}
+	return s.diff(e)
+}
+
+func (s *Session) diff(e *toolEntry) ([]pin.Change, error) {
+	st, err := s.store.Load()
+	if err != nil {
+		return nil, err
+	}
+	prev, ok := st.Tools[pinKey(e.Server, e.Tool.Tool)]
+	if !ok {
+		return nil, nil
+	}
+	return pin.Diff(prev.Definition, e.Definition)
+}
+
+// describe makes a short human description of changed fields.
+func describe(fields []string) string {
+	if len(fields) == 0 {
+		return "definition"
+	}
+	return strings.Join(fields, ", ")
+}

@@ -1,0 +1,147 @@
+package mcphost
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Decision is what happens when the model calls a tool.
+type Decision string
+
+const (
+	// Allow: the tool is called without asking anyone. Only tools the config
+	// lists in allow, unchanged since their review, are allowed.
+	Allow Decision = "allow"
+	// Approval: each call goes to Options.Approver first.
+	Approval Decision = "approval"
+	// Deny: the tool is never called and never offered to the model.
+	Deny Decision = "deny"
+)
+
+// PinStatus says how a tool compares with its reviewed definition.
+type PinStatus string
+
+const (
+	// PinNew: an allowed tool seen for the first time; its definition is
+	// recorded as reviewed (unless the session's state is read-only).
+	PinNew PinStatus = "new"
+	// PinSame: an allowed tool unchanged since its review.
+	PinSame PinStatus = "same"
+	// PinChanged: an allowed tool whose definition changed since its review;
+	// it needs approval until a person re-reviews it.
+	PinChanged PinStatus = "changed"
+	// PinUnpinned: a tool that is not allowed (so never pinned), or an
+	// allowed tool whose pin could not be read (the state file is unreadable).
+	PinUnpinned PinStatus = "unpinned"
+)
+
+// Tool is one tool of one server as the agent sees it. It is plain data that
+// marshals to JSON (an agent may journal the tools it offered). Every field
+// that reaches the model is derived from Definition, which Digest covers.
+type Tool struct {
+	// Name is the model name, mcp__<server>__<tool>: what the model calls.
+	Name string `json:"name"`
+	// Server is the [mcp.<name>] table the tool comes from.
+	Server string `json:"server"`
+	// Tool is the tool's name as the server sent it.
+	Tool string `json:"tool"`
+	// Title is the server's display title, if any.
+	Title string `json:"title,omitempty"`
+	// Description is the server's description of the tool.
+	Description string `json:"description"`
+	// Schema is the input schema to offer the model: the strict form when
+	// Strict, otherwise the schema with objects closed where that is safe.
+	Schema json.RawMessage `json:"schema"`
+	// Strict reports whether Schema is ready for strict decoding by the
+	// default profile (OpenAI); StrictProblem says why not.
+	Strict        bool   `json:"strict"`
+	StrictProblem string `json:"strict_problem"`
+	// StrictProblems holds the strict-readiness problem per provider profile
+	// ("" when ready).
+	StrictProblems map[string]string `json:"strict_problems"`
+	// Decision is allow, approval or deny, after pinning.
+	Decision Decision `json:"decision"`
+	// Fields are the argument fields the model authors, as JSON pointers.
+	Fields []string `json:"fields"`
+	// Digest is the versioned digest of Definition.
+	Digest string `json:"digest"`
+	// Pin compares the tool with its reviewed definition.
+	Pin PinStatus `json:"pin"`
+	// Changed names the fields that changed since the review, when Pin is
+	// PinChanged.
+	Changed []string `json:"changed,omitempty"`
+	// Annotations and OutputSchema are the server's, as sent (nil if absent).
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// Definition is the tool exactly as the server listed it.
+	Definition json.RawMessage `json:"definition"`
+}
+
+// Offered reports whether the tool may be offered to the model (it is not
+// denied).
+func (t *Tool) Offered() bool { return t.Decision != Deny }
+
+// MaxNameLen is the longest model name providers accept.
+const MaxNameLen = 64
+
+var modelNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// ModelName returns the name a model calls a server's tool by:
+// "mcp__" + server (with '-' as '_') + "__" + tool. It fails, rather than
+// rename, when the result would not be at most 64 of [A-Za-z0-9_-]: a rename
+// could land on another tool's name.
+func ModelName(server, tool string) (string, error) {
+	if err := ValidServerName(server); err != nil {
+		return "", err
+	}
+	if tool == "" {
+		return "", fmt.Errorf("tool of server %s has an empty name", server)
+	}
+	name := "mcp__" + strings.ReplaceAll(server, "-", "_") + "__" + tool
+	if !modelNameRE.MatchString(tool) {
+		return "", fmt.Errorf("tool %q of server %s cannot be named for a model: its name has characters outside [A-Za-z0-9_-]", tool, server)
+	}
+	if len(name) > MaxNameLen {
+		return "", fmt.Errorf("tool %q of server %s cannot be named for a model: %s is %d bytes, more than %d", tool, server, name, len(name), MaxNameLen)
+	}
+	return name, nil
+}
+
+// SplitModelName is the inverse of ModelName: it returns the server name
+// (with '_' back to '-') and the tool name. ok is false for a name that
+// ModelName cannot have produced.
+func SplitModelName(name string) (server, tool string, ok bool) {
+	rest, found := strings.CutPrefix(name, "mcp__")
+	if !found {
+		return "", "", false
+	}
+	s, t, found := strings.Cut(rest, "__")
+	if !found || s == "" || t == "" {
+		return "", "", false
+	}
+	server = strings.ReplaceAll(s, "_", "-")
+	if ValidServerName(server) != nil {
+		return "", "", false
+	}
+	if n, err := ModelName(server, t); err != nil || n != name {
+		return "", "", false
+	}
+	return server, t, true
+}
+
+// policy is the config's decision for a tool, before pinning.
+func (sc *ServerConfig) policy(tool string) Decision {
+	switch {
+	case slices.Contains(sc.Deny, tool):
+		return Deny
+	case slices.Contains(sc.Allow, tool):
+		return Allow
+	case sc.Default == Deny:
+		return Deny
+	default:
+		return Approval
+	}
+}

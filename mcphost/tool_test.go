@@ -1,0 +1,79 @@
+package mcphost
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestModelName(t *testing.T) {
+	tests := []struct {
+		server, tool, want string
+	}{
+		{"notes", "list_notes", "mcp__notes__list_notes"},
+		{"everything", "get-env", "mcp__everything__get-env"},
+		{"my-server", "Tool_X", "mcp__my_server__Tool_X"},
+		{"a", "b__c", "mcp__a__b__c"},
+		{"s", strings.Repeat("x", 64-len("mcp__s__")), "mcp__s__" + strings.Repeat("x", 64-len("mcp__s__"))},
+	}
+	for _, tt := range tests {
+		got, err := ModelName(tt.server, tt.tool)
+		if err != nil || got != tt.want {
+			t.Errorf("ModelName(%q, %q) = %q, %v; want %q", tt.server, tt.tool, got, err, tt.want)
+		}
+		s, tl, ok := SplitModelName(got)
+		if !ok || s != tt.server || tl != tt.tool {
+			t.Errorf("SplitModelName(%q) = %q, %q, %v", got, s, tl, ok)
+		}
+	}
+}
+
+func TestModelNameRefuses(t *testing.T) {
+	for _, tc := range []struct{ server, tool string }{
+		{"notes", ""},
+		{"notes", "has space"},
+		{"notes", "dotted.name"},
+		{"notes", "slash/name"},
+		{"notes", "ünïcode"},
+		{"notes", "zero\u200bwidth"},
+		{"notes", "new\nline"},
+		{"notes", strings.Repeat("x", 64)},
+		{"Bad", "t"},
+		{"fs", "t"},
+	} {
+		if got, err := ModelName(tc.server, tc.tool); err == nil {
+			t.Errorf("ModelName(%q, %q) = %q; want an error", tc.server, tc.tool, got)
+		}
+	}
+}
+
+func TestSplitModelNameRejects(t *testing.T) {
+	for _, n := range []string{"", "mcp__", "mcp__x", "mcp____t", "mcp__a__", "fs__x__y", "mcp__A__t", "mcp__a__b c"} {
+		if s, tl, ok := SplitModelName(n); ok {
+			t.Errorf("SplitModelName(%q) = %q, %q, true", n, s, tl)
+		}
+	}
+}
+
+// FuzzModelName: a model name is valid for providers, maps back to exactly
+// its server and tool, and two different (server, tool) pairs never share
+// one.
+func FuzzModelName(f *testing.F) {
+	f.Add("notes", "list_notes")
+	f.Add("a-b", "c")
+	f.Add("a", "b__c")
+	f.Add("a--b", "c")
+	f.Add("x", "é")
+	f.Fuzz(func(t *testing.T, server, tool string) {
+		name, err := ModelName(server, tool)
+		if err != nil {
+			return
+		}
+		if len(name) > MaxNameLen || !modelNameRE.MatchString(name) {
+			t.Fatalf("ModelName(%q, %q) = %q: not a valid model name", server, tool, name)
+		}
+		s, tl, ok := SplitModelName(name)
+		if !ok || s != server || tl != tool {
+			t.Fatalf("SplitModelName(%q) = %q, %q, %v; want %q, %q", name, s, tl, ok, server, tool)
+		}
+	})
+}
