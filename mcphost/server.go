@@ -101,7 +101,7 @@ func (srv *server) start(ctx context.Context) error {
 		// Advertise roots only, and only the worktree: no sampling, no
 		// elicitation. The go-sdk answers requests for anything else with
 		// a JSON-RPC error.
-		Capabilities:           &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
+		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			s.logger.Debug("server log", "server", cfg.Name, "level", req.Params.Level, "logger", req.Params.Logger)
 		},

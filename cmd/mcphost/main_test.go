@@ -75,7 +75,7 @@ func TestListJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var got struct {
-		Tools []map[string]any `json:"tools"`
+		Tools   []map[string]any `json:"tools"`
 		Servers []struct {
 			Name, State, Confinement string
 		} `json:"servers"`
