@@ -1,0 +1,244 @@
+package mcphost
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost/mcphost/pin"
+)
+
+// Each benchmark here has its reference, the bare go-sdk client doing the
+// same work, as a sibling sub-benchmark, so a ratio is measured in one run.
+// BENCHMARKS.md has the table and how to read it.
+
+// bareConnect starts the fixture with the go-sdk client alone: no sandbox,
+// no naming, schemas, decisions or pins.
+func bareConnect(b *testing.B, flags ...string) *mcp.ClientSession {
+	b.Helper()
+	cmd := exec.Command(fixtureBin, flags...)
+	client := mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cs
+}
+
+func bareListAll(b *testing.B, cs *mcp.ClientSession) int {
+	n := 0
+	for _, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+func benchConnect(b *testing.B, opts Options, servers ...ServerConfig) *Session {
+	b.Helper()
+	s, err := Connect(context.Background(), servers, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, srv := range s.Servers() {
+		if srv.State != ServerRunning {
+			b.Fatalf("server %s: %s: %s", srv.Name, srv.State, srv.Error)
+		}
+	}
+	return s
+}
+
+func benchOpts(b *testing.B) Options {
+	return Options{Worktree: b.TempDir(), StateDir: b.TempDir(), ReadOnlyState: true, CloseGrace: time.Second}
+}
+
+// BenchmarkStartList: start one server, initialize, list its tools, close.
+func BenchmarkStartList(b *testing.B) {
+	b.Run("bare-sdk", func(b *testing.B) {
+		for b.Loop() {
+			cs := bareConnect(b)
+			bareListAll(b, cs)
+			cs.Close()
+		}
+	})
+	for _, mode := range []struct {
+		name       string
+		unconfined bool
+	}{{"mcphost-confined", false}, {"mcphost-unconfined", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			opts := benchOpts(b)
+			sc := fixture("one")
+			sc.Unconfined = mode.unconfined
+			for b.Loop() {
+				benchConnect(b, opts, sc).Close()
+			}
+		})
+	}
+}
+
+// BenchmarkStartListEightSlow: eight servers that each take 300ms to
+// initialize start in parallel, so eight cost about what one does.
+func BenchmarkStartListEightSlow(b *testing.B) {
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("mcphost-%d", n), func(b *testing.B) {
+			opts := benchOpts(b)
+			var servers []ServerConfig
+			for i := range n {
+				servers = append(servers, fixture(fmt.Sprintf("s%d", i), "-init-delay", "300ms"))
+			}
+			for b.Loop() {
+				benchConnect(b, opts, servers...).Close()
+			}
+		})
+	}
+}
+
+// BenchmarkCall: one echo call, sequential and from 16 goroutines at once.
+func BenchmarkCall(b *testing.B) {
+	args := json.RawMessage(`{"text":"hello"}`)
+	b.Run("bare-sdk", func(b *testing.B) {
+		cs := bareConnect(b)
+		defer cs.Close()
+		for b.Loop() {
+			if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: args}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("mcphost", func(b *testing.B) {
+		s := benchConnect(b, benchOpts(b), fixture("one"))
+		defer s.Close()
+		for b.Loop() {
+			if _, err := s.Call(context.Background(), "mcp__one__echo", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("bare-sdk-parallel16", func(b *testing.B) {
+		cs := bareConnect(b)
+		defer cs.Close()
+		b.SetParallelism(16 / runtime.GOMAXPROCS(0))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: args}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("mcphost-parallel16", func(b *testing.B) {
+		s := benchConnect(b, benchOpts(b), fixture("one"))
+		defer s.Close()
+		b.SetParallelism(16 / runtime.GOMAXPROCS(0))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := s.Call(context.Background(), "mcp__one__echo", args); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkDiscovery10k: a server with 10,000 tools in pages of 1,000. The
+// host-side sub-benchmark times only what mcphost adds per listing
+// (naming, closing, digest, pin lookup), reported per tool.
+func BenchmarkDiscovery10k(b *testing.B) {
+	flags := []string{"-tools", "10000", "-page", "1000"}
+	b.Run("bare-sdk", func(b *testing.B) {
+		for b.Loop() {
+			cs := bareConnect(b, flags...)
+			if n := bareListAll(b, cs); n < 10000 {
+				b.Fatalf("%d tools", n)
+			}
+			cs.Close()
+		}
+	})
+	b.Run("mcphost", func(b *testing.B) {
+		opts := benchOpts(b)
+		for b.Loop() {
+			benchConnect(b, opts, fixture("many", flags...)).Close()
+		}
+	})
+	b.Run("host-side", func(b *testing.B) {
+		s := benchConnect(b, benchOpts(b), fixture("many", flags...))
+		defer s.Close()
+		srv := s.servers["many"]
+		raws := srv.lastList
+		// A state that pins every allowed tool, as after a review.
+		st := &pin.State{Tools: map[string]pin.Entry{}}
+		for _, raw := range raws {
+			var d toolDef
+			json.Unmarshal(raw, &d)
+			dg, _ := pin.Digest(raw)
+			st.Tools[pinKey("many", *d.Name)] = pin.Entry{Digest: dg, Definition: raw}
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			entries, _, _ := srv.build(raws, loadedState{state: st})
+			if len(entries) != len(raws) {
+				b.Fatalf("%d of %d tools built", len(entries), len(raws))
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(raws)), "ns/tool")
+	})
+}
+
+// BenchmarkCloseEight: closing eight servers, half of which ignore stdin
+// closing and SIGTERM, takes about one grace period, not eight.
+func BenchmarkCloseEight(b *testing.B) {
+	opts := benchOpts(b)
+	opts.CloseGrace = 200 * time.Millisecond
+	var servers []ServerConfig
+	for i := range 8 {
+		var flags []string
+		if i%2 == 0 {
+			flags = []string{"-ignore-eof"}
+		}
+		servers = append(servers, fixture(fmt.Sprintf("s%d", i), flags...))
+	}
+	for b.Loop() {
+		b.StopTimer()
+		s := benchConnect(b, opts, servers...)
+		b.StartTimer()
+		s.Close()
+	}
+}
+
+// BenchmarkHeapPerServer reports the host heap a connected server holds.
+func BenchmarkHeapPerServer(b *testing.B) {
+	const n = 8
+	opts := benchOpts(b)
+	var servers []ServerConfig
+	for i := range n {
+		servers = append(servers, fixture(fmt.Sprintf("s%d", i)))
+	}
+	var total uint64
+	var mu sync.Mutex
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := benchConnect(b, opts, servers...)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		mu.Lock()
+		if after.HeapAlloc > before.HeapAlloc {
+			total += after.HeapAlloc - before.HeapAlloc
+		}
+		mu.Unlock()
+		s.Close()
+	}
+	b.ReportMetric(float64(total)/float64(b.N*n), "heap-B/server")
+}
