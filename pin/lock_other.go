@@ -1,0 +1,14 @@
+//go:build !unix
+
+package pin
+
+import (
+	"errors"
+	"fmt"
+)
+
+// lock fails: without a file lock, concurrent writers could lose each
+// other's pins, so this package refuses to write the state at all.
+func lock(path string) (unlock func(), err error) {
+	return nil, fmt.Errorf("file locking is not implemented on this platform: %w", errors.ErrUnsupported)
+}

@@ -1,0 +1,550 @@
+package pin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FileName is the name of the reviewed-tools state file in a state
+// directory. Update also keeps FileName+".lock" there (never removed: the
+// lock is on that file) and, only while it writes, a temporary file named
+// "." + FileName + ".tmp-*".
+const FileName = "mcp-reviewed.json"
+
+// FormatVersion is the version of the state file format this package reads
+// and writes. A file with a higher version is refused, never misread.
+const FormatVersion = 1
+
+// maxStateSize bounds how much of a state file is read, so that a runaway
+// file cannot exhaust memory. It is far above any real use: ten thousand
+// tools of 10 KiB each are 100 MiB.
+const maxStateSize = 256 << 20
+
+// Errors of Store.Load and Store.Update that a caller acts on. Neither is
+// ever resolved by resetting the file: that would re-trust every tool.
+var (
+	// ErrCorrupt means the state file exists but cannot be read or trusted:
+	// unreadable, not valid JSON, wrong types, unknown fields, a digest of an
+	// unknown format or one that does not match its definition. The error
+	// names the file and what is wrong; a person must fix the file or move
+	// it aside (after which every tool is reviewed again).
+	ErrCorrupt = errors.New("pin: reviewed-tools state file is unreadable or corrupt")
+	// ErrFutureVersion means the state file was written by a newer version
+	// of this package, in a format this one does not know.
+	ErrFutureVersion = errors.New("pin: reviewed-tools state file has a newer format")
+)
+
+// State is the content of the state file.
+type State struct {
+	// Version is the format version, FormatVersion for a State from Load.
+	// Update writes FormatVersion whatever it holds.
+	Version int `json:"version"`
+	// Tools holds the reviewed tools, keyed by Key(server, tool).
+	Tools map[string]Entry `json:"tools"`
+	// Servers holds server-level pins, keyed by the server's name.
+	Servers map[string]ServerEntry `json:"servers"`
+}
+
+// Entry is the pin of one reviewed tool.
+type Entry struct {
+	// Digest is Digest(Definition).
+	Digest string `json:"digest"`
+	// Definition is the tool definition the person reviewed, kept so that a
+	// later change can be shown as a diff. The file keeps its tokens as
+	// given to Update; only the whitespace between them may change.
+	Definition json.RawMessage `json:"definition"`
+	// ReviewedAt is when the person reviewed it; it must not be zero.
+	ReviewedAt time.Time `json:"reviewed_at"`
+}
+
+// ServerEntry pins server-level facts: the set of tool names seen at review,
+// so that a tool appearing later is shown as new, and the digest of the
+// server's instructions.
+type ServerEntry struct {
+	// Tools are the names of the server's tools at review, each once;
+	// Update writes them sorted.
+	Tools []string `json:"tools"`
+	// Instructions is DigestInstructions of the server's instructions, ""
+	// if it had none.
+	Instructions string `json:"instructions"`
+}
+
+// Key returns the key of a tool in State.Tools: the server's name, a slash,
+// and the tool's name as the server sent it. Server names cannot contain a
+// slash, so the key splits unambiguously at its first one.
+func Key(server, tool string) string {
+	return server + "/" + tool
+}
+
+// NewEntry returns the pin of a definition reviewed at reviewedAt: its digest
+// and a copy of it. It returns an error wrapping ErrInvalid if Digest does.
+func NewEntry(def json.RawMessage, reviewedAt time.Time) (Entry, error) {
+	d, err := Digest(def)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Digest: d, Definition: slices.Clone(def), ReviewedAt: reviewedAt}, nil
+}
+
+// Store is the reviewed-tools state file, FileName in the directory Dir. A
+// Store is a plain value: create it as &Store{Dir: dir}. Dir must not be
+// empty. Its methods may be called from many goroutines and processes at
+// once; Update serializes writers with a lock file.
+//
+// Keep Dir outside any directory a server can write: a server able to write
+// the state file could approve its own tools.
+type Store struct {
+	// Dir is the state directory. Update creates it (mode 0700) if missing.
+	Dir string
+
+	// beforeRename, if set, runs after the new state is written and synced
+	// to its temporary file and before that file is renamed over the state
+	// file: tests use it to simulate a crash at the worst moment.
+	beforeRename func(tmp string) error
+}
+
+func (s *Store) path() (string, error) {
+	if s.Dir == "" {
+		return "", errors.New("pin: Store.Dir is empty; set it to the state directory")
+	}
+	return filepath.Join(s.Dir, FileName), nil
+}
+
+// Load reads the state file. A missing file or directory is an empty State
+// (FormatVersion, empty maps) and no error. Every other failure is an error
+// that names the file: one wrapping ErrFutureVersion for a newer format,
+// else one wrapping ErrCorrupt (and the underlying error, if any). Load never
+// changes the file. The maps of the returned State are never nil.
+func (s *Store) Load() (*State, error) {
+	path, err := s.path()
+	if err != nil {
+		return nil, err
+	}
+	data, err := readLimited(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return newState(), nil
+	}
+	if err != nil {
+		return nil, corruptError(path, err)
+	}
+	st, err := parseState(data)
+	if errors.Is(err, ErrFutureVersion) {
+		return nil, fmt.Errorf("%w: %s: %w; upgrade mcphost to use it (the file is left as it is)", ErrFutureVersion, path, err)
+	}
+	if err != nil {
+		return nil, corruptError(path, err)
+	}
+	return st, nil
+}
+
+func corruptError(path string, err error) error {
+	return fmt.Errorf("%w: %s: %w; fix the file or move it aside (mcphost never resets it; "+
+		"without it, every tool must be reviewed again)", ErrCorrupt, path, err)
+}
+
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxStateSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxStateSize {
+		return nil, fmt.Errorf("larger than %d bytes", maxStateSize)
+	}
+	return data, nil
+}
+
+func newState() *State {
+	return &State{Version: FormatVersion, Tools: map[string]Entry{}, Servers: map[string]ServerEntry{}}
+}
+
+// futureVersionError is returned by parseState for a newer format.
+type futureVersionError struct{ version int64 }
+
+func (e *futureVersionError) Error() string {
+	return fmt.Sprintf("format version %d, this mcphost reads up to %d", e.version, FormatVersion)
+}
+
+func (e *futureVersionError) Is(target error) bool { return target == ErrFutureVersion }
+
+// parseState decodes and checks a state file. It reads the parsed tree
+// itself instead of using encoding/json, whose field matching ignores case
+// and whose handling of duplicate keys keeps the last: a state file has one
+// reading or none.
+func parseState(data []byte) (*State, error) {
+	// A definition starts at the fourth level of the file (root, "tools",
+	// entry, definition), so this bound is exactly Digest's for it.
+	root, err := parseObject(data, maxDepth+3)
+	if err != nil {
+		return nil, fmt.Errorf("not valid JSON: %s", errString(err))
+	}
+	// The version decides how to read the rest, so it is read first: a
+	// newer format is reported as such even if the rest looks wrong.
+	i := memberIndex(&root, "version")
+	if i < 0 {
+		return nil, errors.New("no \"version\" field")
+	}
+	version, err := parseVersion(&root.kids[i].val)
+	if err != nil {
+		return nil, err
+	}
+	if version > FormatVersion {
+		return nil, &futureVersionError{version}
+	}
+	st := newState()
+	// The digest of each definition, computed from the tree already parsed
+	// rather than by parsing each definition again.
+	var digests map[string]string
+	for _, m := range root.kids {
+		switch string(m.key) {
+		case "version":
+		case "tools":
+			if digests, err = decodeTools(st, data, &m.val); err != nil {
+				return nil, err
+			}
+		case "servers":
+			if err := decodeServers(st, &m.val); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("unknown field %s", quoteKey(m.key))
+		}
+	}
+	err = checkState(st, func(key string, _ json.RawMessage) (string, error) { return digests[key], nil })
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func parseVersion(v *value) (int64, error) {
+	if v.kind != kindNumber {
+		return 0, errors.New("\"version\" is not a number")
+	}
+	n, err := strconv.ParseInt(string(v.text), 10, 32)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("\"version\" is %s, want a positive integer", v.text)
+	}
+	return n, nil
+}
+
+// decodeTools decodes the "tools" object, parsed from data, into st and
+// returns the digest of each entry's definition.
+func decodeTools(st *State, data []byte, v *value) (map[string]string, error) {
+	if v.kind == kindNull {
+		return nil, nil
+	}
+	if v.kind != kindObject {
+		return nil, errors.New("\"tools\" is not an object")
+	}
+	digests := make(map[string]string, len(v.kids))
+	var buf []byte
+	for _, m := range v.kids {
+		where := "tools[" + quoteKey(m.key) + "]"
+		if m.val.kind != kindObject {
+			return nil, fmt.Errorf("%s is not an object", where)
+		}
+		var e Entry
+		var seen [3]bool
+		for _, f := range m.val.kids {
+			switch string(f.key) {
+			case "digest":
+				if f.val.kind != kindString {
+					return nil, fmt.Errorf("%s.digest is not a string", where)
+				}
+				e.Digest = string(f.val.text)
+				seen[0] = true
+			case "definition":
+				if f.val.kind != kindObject {
+					return nil, fmt.Errorf("%s.definition is not an object", where)
+				}
+				e.Definition = slices.Clone(data[f.start:f.end])
+				buf, digests[string(m.key)] = digestTree(buf, &f.val)
+				seen[1] = true
+			case "reviewed_at":
+				if f.val.kind != kindString {
+					return nil, fmt.Errorf("%s.reviewed_at is not a string", where)
+				}
+				t, err := time.Parse(time.RFC3339Nano, string(f.val.text))
+				if err != nil {
+					return nil, fmt.Errorf("%s.reviewed_at: %w", where, err)
+				}
+				e.ReviewedAt = t
+				seen[2] = true
+			default:
+				return nil, fmt.Errorf("%s has an unknown field %s", where, quoteKey(f.key))
+			}
+		}
+		for i, name := range [...]string{"digest", "definition", "reviewed_at"} {
+			if !seen[i] {
+				return nil, fmt.Errorf("%s has no %q", where, name)
+			}
+		}
+		st.Tools[string(m.key)] = e
+	}
+	return digests, nil
+}
+
+func decodeServers(st *State, v *value) error {
+	if v.kind == kindNull {
+		return nil
+	}
+	if v.kind != kindObject {
+		return errors.New("\"servers\" is not an object")
+	}
+	for _, m := range v.kids {
+		where := "servers[" + quoteKey(m.key) + "]"
+		if m.val.kind != kindObject {
+			return fmt.Errorf("%s is not an object", where)
+		}
+		var e ServerEntry
+		for _, f := range m.val.kids {
+			switch string(f.key) {
+			case "tools":
+				if f.val.kind == kindNull {
+					continue
+				}
+				if f.val.kind != kindArray {
+					return fmt.Errorf("%s.tools is not an array", where)
+				}
+				e.Tools = make([]string, 0, len(f.val.kids))
+				for _, t := range f.val.kids {
+					if t.val.kind != kindString {
+						return fmt.Errorf("%s.tools has an element that is not a string", where)
+					}
+					e.Tools = append(e.Tools, string(t.val.text))
+				}
+			case "instructions":
+				if f.val.kind != kindString {
+					return fmt.Errorf("%s.instructions is not a string", where)
+				}
+				e.Instructions = string(f.val.text)
+			default:
+				return fmt.Errorf("%s has an unknown field %s", where, quoteKey(f.key))
+			}
+		}
+		st.Servers[string(m.key)] = e
+	}
+	return nil
+}
+
+// checkState checks what the types cannot: keys, digest formats, and that
+// each digest is the digest of its definition, so the diff a person is shown
+// is of the definition that was actually pinned. Load and Update both use
+// it: Update never writes a file that Load would refuse. digestOf returns
+// the digest of the definition of the entry with the given key.
+func checkState(st *State, digestOf func(key string, def json.RawMessage) (string, error)) error {
+	for _, k := range sortedKeys(st.Tools) {
+		e := st.Tools[k]
+		where := "tools[" + quoteKey([]byte(k)) + "]"
+		server, tool, ok := strings.Cut(k, "/")
+		if !ok || server == "" || tool == "" {
+			return fmt.Errorf("%s: key is not \"server/tool\"", where)
+		}
+		if !validDigest(e.Digest) {
+			return fmt.Errorf("%s: digest %s has an unknown format, want %q and 64 lower case hex digits",
+				where, quoteKey([]byte(e.Digest)), DigestPrefix)
+		}
+		d, err := digestOf(k, e.Definition)
+		if err != nil {
+			return fmt.Errorf("%s: definition is not an acceptable JSON object: %s", where, errString(err))
+		}
+		if d != e.Digest {
+			return fmt.Errorf("%s: digest does not match the definition (the definition's digest is %s)", where, d)
+		}
+		if e.ReviewedAt.IsZero() {
+			return fmt.Errorf("%s: reviewed_at is missing", where)
+		}
+	}
+	for _, k := range sortedKeys(st.Servers) {
+		e := st.Servers[k]
+		where := "servers[" + quoteKey([]byte(k)) + "]"
+		if k == "" || strings.Contains(k, "/") {
+			return fmt.Errorf("%s: not a server name", where)
+		}
+		if e.Instructions != "" && !validDigest(e.Instructions) {
+			return fmt.Errorf("%s: instructions digest %s has an unknown format, want %q and 64 lower case hex digits",
+				where, quoteKey([]byte(e.Instructions)), DigestPrefix)
+		}
+		seen := make(map[string]bool, len(e.Tools))
+		for _, t := range e.Tools {
+			if t == "" {
+				return fmt.Errorf("%s: empty tool name", where)
+			}
+			if seen[t] {
+				return fmt.Errorf("%s: tool %s listed twice", where, quoteKey([]byte(t)))
+			}
+			seen[t] = true
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Update runs fn on the current state and, if fn returns nil, writes the
+// state fn leaves. It holds an exclusive lock (flock on FileName+".lock" in
+// Dir) from before the read until after the write, so concurrent Updates, in
+// this process or others, apply one after another and none is lost. It
+// blocks while another Update holds the lock: fn should be quick and must
+// not wait for a person.
+//
+// Update creates Dir (mode 0700) if it is missing. The write is atomic: the
+// new state goes to a temporary file in Dir (mode 0600), which is synced,
+// renamed over the state file, and the directory synced. A crash at any
+// point leaves either the old state or the new one, and at worst a leftover
+// temporary file, which Load ignores and the next Update removes.
+//
+// If the state cannot be loaded (ErrCorrupt, ErrFutureVersion), Update
+// returns that error without calling fn and writes nothing. If fn returns an
+// error, Update returns it unchanged and writes nothing. If the state fn
+// leaves is not valid (a key not "server/tool", a digest that is not the
+// digest of its definition, a zero ReviewedAt, a server's tool listed twice),
+// Update writes nothing and says why. ServerEntry.Tools are written sorted.
+func (s *Store) Update(fn func(*State) error) error {
+	path, err := s.path()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("pin: creating the state directory: %w", err)
+	}
+	unlock, err := lock(path + ".lock")
+	if err != nil {
+		return fmt.Errorf("pin: locking %s: %w", path, err)
+	}
+	defer unlock()
+
+	st, err := s.Load()
+	if err != nil {
+		return err
+	}
+	if err := fn(st); err != nil {
+		return err
+	}
+	st.Version = FormatVersion
+	if st.Tools == nil {
+		st.Tools = map[string]Entry{}
+	}
+	if st.Servers == nil {
+		st.Servers = map[string]ServerEntry{}
+	}
+	if err := checkState(st, digestDefinition); err != nil {
+		return fmt.Errorf("pin: not writing %s: the new state is invalid: %w", path, err)
+	}
+	for k, e := range st.Servers {
+		if !slices.IsSorted(e.Tools) {
+			e.Tools = slices.Sorted(slices.Values(e.Tools))
+			st.Servers[k] = e
+		}
+	}
+	data, err := marshalState(st)
+	if err != nil {
+		return fmt.Errorf("pin: encoding the state: %w", err)
+	}
+	removeStaleTemps(s.Dir)
+	if err := s.writeAtomic(path, data); err != nil {
+		return fmt.Errorf("pin: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func marshalState(st *State) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(st); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+const tempPattern = "." + FileName + ".tmp-*"
+
+// removeStaleTemps removes temporary files left by an Update that crashed
+// before its rename. It runs under the lock, so no other writer's temporary
+// file is in use; a failure only leaves litter behind.
+func removeStaleTemps(dir string) {
+	matches, _ := filepath.Glob(filepath.Join(dir, tempPattern))
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}
+
+func (s *Store) writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, tempPattern)
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if err := writeSync(f, data); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if s.beforeRename != nil {
+		if err := s.beforeRename(tmp); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	// The rename is durable only once the directory is synced.
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("renamed into place but not synced: %w", err)
+	}
+	return nil
+}
+
+func writeSync(f *os.File, data []byte) error {
+	// CreateTemp already uses 0600; say so explicitly, whatever it does.
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
