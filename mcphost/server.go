@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -601,6 +602,20 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		entries = append(entries, &toolEntry{Tool: t, closed: closed, srv: srv})
 	}
 	if ls.state != nil {
+		// The server-level pin: tool names it did not list when it was
+		// last reviewed are worth a person's look even when they are not
+		// allowed (a new tool is a new instruction to the model).
+		if prev, ok := ls.state.Servers[cfg.Name]; ok {
+			var fresh []string
+			for _, e := range entries {
+				if !slices.Contains(prev.Tools, e.Tool.Tool) {
+					fresh = append(fresh, e.Name)
+				}
+			}
+			if len(fresh) > 0 {
+				notices = append(notices, fmt.Sprintf("server %s lists %d tool(s) it did not list at its last review: %s", cfg.Name, len(fresh), strings.Join(fresh, ", ")))
+			}
+		}
 		for key := range ls.state.Tools {
 			rest, ok := strings.CutPrefix(key, cfg.Name+"/")
 			if ok && !seen[rest] {

@@ -307,10 +307,18 @@ type pinRecord struct {
 }
 
 // recordFirstSight writes first-seen allowed tools (trust on first use) in
-// one update, so parallel starts do not queue on the state file's lock.
+// one update, so parallel starts do not queue on the state file's lock. A
+// server seen for the first time also gets its set of tool names recorded.
 func (s *Session) recordFirstSight(recs []pinRecord) {
 	if len(recs) == 0 || s.opts.ReadOnlyState {
 		return
+	}
+	servers := map[string][]string{}
+	for _, r := range recs {
+		server, _, _ := strings.Cut(r.key, "/")
+		if _, ok := servers[server]; !ok {
+			servers[server] = s.toolNames(server)
+		}
 	}
 	err := s.store.Update(func(st *pin.State) error {
 		for _, r := range recs {
@@ -318,6 +326,11 @@ func (s *Session) recordFirstSight(recs []pinRecord) {
 			// it rather than overwrite it with our first sight.
 			if _, ok := st.Tools[r.key]; !ok {
 				st.Tools[r.key] = r.entry
+			}
+		}
+		for server, names := range servers {
+			if _, ok := st.Servers[server]; !ok {
+				st.Servers[server] = pin.ServerEntry{Tools: names}
 			}
 		}
 		return nil
@@ -566,9 +579,17 @@ func (s *Session) approvable(names []string) ([]*toolEntry, error) {
 // review records tools as reviewed and publishes them as allowed.
 func (s *Session) review(entries ...*toolEntry) error {
 	now := time.Now().UTC()
+	servers := map[string][]string{}
+	for _, e := range entries {
+		servers[e.Server] = s.toolNames(e.Server)
+	}
 	err := s.store.Update(func(st *pin.State) error {
 		for _, e := range entries {
 			st.Tools[pinKey(e.Server, e.Tool.Tool)] = pin.Entry{Digest: e.Digest, Definition: e.Definition, ReviewedAt: now}
+		}
+		// The person reviewed the server as it lists now.
+		for server, names := range servers {
+			st.Servers[server] = pin.ServerEntry{Tools: names}
 		}
 		return nil
 	})
@@ -593,6 +614,21 @@ func (s *Session) review(entries ...*toolEntry) error {
 }
 
 func pinKey(server, tool string) string { return server + "/" + tool }
+
+// toolNames lists the names (as the server sent them) of a server's
+// published tools, sorted.
+func (s *Session) toolNames(server string) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	names := []string{}
+	for _, e := range s.tools {
+		if e.Server == server {
+			names = append(names, e.Tool.Tool)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
 
 // Diff returns what changed in a tool since its review (nil if it is not
 // pinned or unchanged).

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -240,5 +241,43 @@ func TestCheckFailsForDeadServer(t *testing.T) {
 	code, out, _ := e.run("", "check")
 	if code != 1 || !strings.Contains(out, "dead") {
 		t.Errorf("check with a dead server: exit %d\n%s", code, out)
+	}
+}
+
+// TestConcurrentApprove: approve runs at once, each recording another tool,
+// lose nothing (the state file is locked across read-modify-write). The
+// pin package tests the same with separate processes.
+func TestConcurrentApprove(t *testing.T) {
+	e := newCLIEnv(t, `
+[mcp.notes]
+command = ["FIXTURE"]
+allow = ["echo", "add", "list_notes", "sleep", "big", "env"]
+`)
+	tools := []string{"echo", "add", "list_notes", "sleep", "big", "env"}
+	var wg sync.WaitGroup
+	for _, tool := range tools {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if code, _, stderr := e.run("", "approve", "-yes", "mcp__notes__"+tool); code != 0 {
+				t.Errorf("approve %s: exit %d: %s", tool, code, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	b, err := os.ReadFile(filepath.Join(e.state, "mcp-reviewed.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Tools map[string]json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools {
+		if _, ok := st.Tools["notes/"+tool]; !ok {
+			t.Errorf("approval of %s lost; state has %d tools", tool, len(st.Tools))
+		}
 	}
 }
