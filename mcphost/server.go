@@ -98,16 +98,22 @@ func (srv *server) start(ctx context.Context) error {
 	srv.dirty = false
 	srv.mu.Unlock()
 	tap := newListTap(func() { srv.toolsChanged(gen) })
+	// Roots and logging are deprecated from protocol 2026-07-28 on, but
+	// mcphost speaks 2025-11-25, where servers (the filesystem reference
+	// server among them) use roots to learn their directory.
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: Version}, &mcp.ClientOptions{
 		// Advertise roots only, and only the worktree: no sampling, no
 		// elicitation. The go-sdk answers requests for anything else with
 		// a JSON-RPC error.
+		//lint:ignore SA1019 see above: roots are current in the version mcphost speaks
 		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
+		//lint:ignore SA1019 see above: server log messages go to the host's logger
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			s.logger.Debug("server log", "server", cfg.Name, "level", req.Params.Level, "logger", req.Params.Logger)
 		},
 		Logger: s.logger,
 	})
+	//lint:ignore SA1019 see above: the worktree is the one root
 	client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: s.worktree}).String(), Name: "worktree"})
 	transport := &tapTransport{tap: tap, inner: &mcp.IOTransport{
 		Reader:        proc.Stdout(),

@@ -1,0 +1,47 @@
+// Package openai turns mcphost's tools and tool results into the JSON of
+// OpenAI's Chat Completions and Responses APIs.
+//
+// It has no HTTP client and no SDK dependency: its types are plain structs
+// that marshal to the documented request JSON, for an agent to put into its
+// own request bodies, whichever client it uses.
+//
+// # Tools
+//
+// ChatTools and ResponsesTools take the tools of a session (Session.Tools,
+// which leaves denied tools out) and return the entries of a request's
+// "tools" array. A tool whose Decision is mcphost.Deny is skipped even if
+// the caller passes it: a denied tool is never offered to the model.
+//
+// Each tool's "strict" field is always present. It is true only when the
+// tool's Schema is its strict form (Tool.Strict) and ready for strict
+// decoding under the "openai" profile (Tool.StrictProblems["openai"] is
+// present and empty), and explicitly false otherwise, so that no provider
+// default for a missing "strict" applies: a strict schema the API cannot
+// decode strictly fails the whole request.
+//
+// # Results
+//
+// ChatToolMessage and FunctionCallOutput turn the *mcp.CallToolResult of
+// Session.Call into what the model reads next; ChatToolError and
+// FunctionCallError do the same for a call that failed before or instead of
+// reaching the tool (denied, declined, bad arguments, ...), so the model can
+// correct itself. MCP content maps as follows:
+//
+//   - Text is passed on as text.
+//   - Images: Chat Completions tool messages carry only text, so an image
+//     becomes a text placeholder naming its MIME type and size. The Responses
+//     API takes images in a function_call_output, so an image whose bytes are
+//     PNG, JPEG, GIF or WebP is passed on as an input_image (a base64 data
+//     URL, with the type its bytes show); any other image becomes a
+//     placeholder, so that one malformed image cannot fail the whole request.
+//   - Audio and binary resources become placeholders naming type and size;
+//     text resources and resource links become text.
+//   - Structured content is added as JSON text, unless a text item already
+//     carries the same JSON (MCP servers usually mirror it there).
+//   - An error result (isError) starts with the text "[the tool reported an
+//     error]": neither API has an error flag for a function's output.
+//
+// Nothing is dropped silently: whatever cannot be passed on is replaced by a
+// bracketed placeholder that says what it was and why it is not shown, and a
+// result with no content at all says so.
+package openai
