@@ -404,3 +404,49 @@ func TestManyConcurrentCalls(t *testing.T) {
 	}
 	waitNoProcesses(t, fixtureBin)
 }
+
+// TestCloseDoesNotWaitForCalls: Close ends a server within about the grace
+// period even while a call to it is in flight, and the call fails.
+func TestCloseDoesNotWaitForCalls(t *testing.T) {
+	e := newEnv(t)
+	sc := fixture("busy")
+	sc.CallTimeout = time.Minute
+	s := e.connect(e.opts(), sc)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Call(context.Background(), "mcp__busy__sleep", json.RawMessage(`{"ms":60000}`))
+		errc <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // let the call reach the server
+	start := time.Now()
+	s.Close()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Close took %v with a call in flight (grace 500ms, call_timeout 1m)", took)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrServerGone) && !errors.Is(err, ErrClosed) {
+			t.Errorf("call in flight at Close: %v; want ErrServerGone or ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call in flight did not return after Close")
+	}
+	waitNoProcesses(t, fixtureBin)
+}
+
+func TestTaskOnlyToolSkipped(t *testing.T) {
+	e := newEnv(t)
+	defs := `[{"name":"ok","inputSchema":{"type":"object"}},
+	 {"name":"research","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}},
+	 {"name":"either","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}]`
+	s := e.connect(e.opts(), rawFixture(t, e, "raw", defs))
+	if _, ok := s.Tool("mcp__raw__research"); ok {
+		t.Error("a task-only tool is offered")
+	}
+	if _, ok := s.Tool("mcp__raw__either"); !ok {
+		t.Error("a tool with optional task support is missing")
+	}
+	if noticeWith(s, "research", "task") == "" {
+		t.Errorf("no notice for the task-only tool: %q", s.Notices())
+	}
+}

@@ -368,13 +368,15 @@ func (srv *server) close(state ServerState) error {
 	}
 	srv.mu.Unlock()
 	var err error
-	if cs != nil {
-		// Closing the session closes stdin: the stdio shutdown the spec
-		// asks for. proc.Close then gives the server the grace period.
-		cs.Close()
-	}
+	// The process first: proc.Close closes stdin (the stdio shutdown the
+	// spec asks for), gives the server the grace period and then kills
+	// everything it started. Closing the go-sdk session first would wait
+	// for calls in flight, up to their call_timeout.
 	if proc != nil {
 		err = proc.Close(srv.sess.opts.CloseGrace)
+	}
+	if cs != nil {
+		cs.Close() // fails the calls in flight: the server is gone
 	}
 	return err
 }
@@ -504,6 +506,9 @@ type toolDef struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
 	Annotations  json.RawMessage `json:"annotations"`
+	Execution    struct {
+		TaskSupport string `json:"taskSupport"`
+	} `json:"execution"`
 }
 
 // build applies naming, schema closing, policy and pins to a server's raw
@@ -544,6 +549,10 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		digest, err := pin.Digest(raw)
 		if err != nil {
 			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: its definition cannot be pinned: %v", cfg.Name, shown, err))
+			continue
+		}
+		if d.Execution.TaskSupport == "required" {
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: it can only be called as a task (execution.taskSupport \"required\"), which mcphost does not do", cfg.Name, shown))
 			continue
 		}
 		input := d.InputSchema
