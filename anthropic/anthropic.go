@@ -97,23 +97,31 @@ func Tools(tools []mcphost.Tool) []Tool {
 		if !t.Offered() {
 			continue
 		}
+		schema, ready := schemaFor(t)
 		out = append(out, Tool{
 			Name:        t.Name,
 			Description: t.Description,
-			InputSchema: slices.Clone(t.Schema),
-			Strict:      strictReady(t) && budget.take(t.Schema),
+			InputSchema: slices.Clone(schema),
+			Strict:      ready && budget.take(schema),
 		})
 	}
 	return out
 }
 
-// strictReady reports whether a tool's Schema is the strict form and ready
-// for Anthropic's strict tool use. A missing profile counts as not ready.
-// Tool.Strict matters too: without it Schema is the closed form, which the
-// profile was not checked against.
-func strictReady(t mcphost.Tool) bool {
+// schemaFor returns the schema to offer Anthropic and whether it is the
+// strict form, ready for Anthropic's strict tool use: Tool.Schemas holds
+// the form chosen for this profile, which can be strict where the default
+// (OpenAI) profile is not. A tool without it (built by hand, or by an older
+// mcphost) falls back to Schema, strict only when Strict says the strict
+// form is there and this profile has no problem with it. A missing profile
+// counts as not ready.
+func schemaFor(t mcphost.Tool) (json.RawMessage, bool) {
 	problem, ok := t.StrictProblems[Profile]
-	return t.Strict && ok && problem == ""
+	ready := ok && problem == ""
+	if s, has := t.Schemas[Profile]; has {
+		return s, ready
+	}
+	return t.Schema, ready && t.Strict
 }
 
 // ToolResult returns the tool_result block that answers the tool use

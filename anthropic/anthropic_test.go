@@ -324,3 +324,24 @@ func TestToolUse(t *testing.T) {
 		t.Errorf("round trip: %s", b)
 	}
 }
+
+// TestToolsProfileSchema: a tool strict-ready for Anthropic but not for
+// OpenAI is offered to Anthropic in its strict form, from Tool.Schemas.
+func TestToolsProfileSchema(t *testing.T) {
+	closed := json.RawMessage(`{"type":"object","properties":{"u":{"type":"string","format":"uri"}},"additionalProperties":false}`)
+	strict := json.RawMessage(`{"type":"object","properties":{"u":{"type":["string","null"],"format":"uri"}},"required":["u"],"additionalProperties":false}`)
+	tool := mcphost.Tool{
+		Name: "mcp__s__fetch", Decision: mcphost.Allow, Schema: closed, Strict: false,
+		StrictProblems: map[string]string{"openai": "/properties/u: format \"uri\" is not supported", "anthropic": ""},
+		Schemas:        map[string]json.RawMessage{"openai": closed, "anthropic": strict},
+	}
+	got := Tools([]mcphost.Tool{tool})
+	if len(got) != 1 || !got[0].Strict || string(got[0].InputSchema) != string(strict) {
+		t.Errorf("Tools = %+v; want the strict form, strict", got)
+	}
+	tool.StrictProblems["anthropic"] = "(root): something"
+	tool.Schemas["anthropic"] = closed
+	if got := Tools([]mcphost.Tool{tool}); got[0].Strict || string(got[0].InputSchema) != string(closed) {
+		t.Errorf("not ready: %+v", got)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost/mcphost/schema"
 )
 
 // maxDecisionRounds bounds how often a call re-decides because the tool
@@ -65,7 +67,10 @@ func (s *Session) call(ctx context.Context, name string, args json.RawMessage) (
 		if err == nil {
 			err = e.closed.Check(serverArgs)
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, schema.ErrUncheckable):
+			return nil, rec, fmt.Errorf("%w: %w", ErrUncheckable, err)
+		case err != nil:
 			return nil, rec, fmt.Errorf("%w: %w", ErrBadArguments, err)
 		}
 		if e.Decision == Approval {

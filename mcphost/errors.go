@@ -23,6 +23,10 @@ var (
 	// was not contacted; the error text is written for the model to correct
 	// its call.
 	ErrBadArguments = errors.New("bad arguments")
+	// ErrUncheckable: the tool's input schema cannot be read (an unknown
+	// dialect, a remote $ref...), so its arguments cannot be checked and
+	// mcphost refuses to call it. The server was not contacted.
+	ErrUncheckable = errors.New("tool schema cannot be checked")
 	// ErrServerGone: the server is not running (it failed to start, crashed
 	// or was closed). Session.Restart may bring it back.
 	ErrServerGone = errors.New("server not running")

@@ -450,3 +450,81 @@ func TestTaskOnlyToolSkipped(t *testing.T) {
 		t.Errorf("no notice for the task-only tool: %q", s.Notices())
 	}
 }
+
+// TestNullsNeverReachServer: the strict form makes optional fields nullable;
+// a null the model sends for one is removed, so the server sees exactly
+// what it would have seen had the field been left out.
+func TestNullsNeverReachServer(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(), fixture("notes", "-record", "calls.log"))
+	tool, _ := s.Tool("mcp__notes__echo")
+	if !tool.Strict {
+		t.Fatalf("echo is not strict: %s", tool.StrictProblem)
+	}
+	var strict struct {
+		Required   []string                   `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	json.Unmarshal(tool.Schema, &strict)
+	if len(strict.Required) != 3 || !strings.Contains(string(strict.Properties["note"]), "null") {
+		t.Errorf("strict form does not require every field with optional ones nullable: %s", tool.Schema)
+	}
+	got := call(t, s, "mcp__notes__echo", `{"text":"hi","note":null,"count":null}`)
+	if got != `{"text":"hi"}` {
+		t.Errorf("the server received %s; want {\"text\":\"hi\"}", got)
+	}
+	if log := e.file("calls.log"); strings.Contains(log, "null") {
+		t.Errorf("a null reached the server: %q", log)
+	}
+	// A null for a required field is the model's mistake: refused.
+	_, err := s.Call(context.Background(), "mcp__notes__echo", json.RawMessage(`{"text":null,"note":null,"count":null}`))
+	if !errors.Is(err, ErrBadArguments) {
+		t.Errorf("null for a required field: %v; want ErrBadArguments", err)
+	}
+}
+
+func TestBadArgumentsForTheModel(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(), fixture("notes", "-record", "calls.log"))
+	for _, tc := range []struct{ args, want string }{
+		{`{"txt":"hi"}`, `did you mean "text"`},
+		{`{"text":5}`, "/text"},
+		{`{"text":"x","count":-1}`, "/count"},
+		{`[1,2]`, "object"},
+	} {
+		_, err := s.Call(context.Background(), "mcp__notes__echo", json.RawMessage(tc.args))
+		if !errors.Is(err, ErrBadArguments) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("echo %s: %v; want ErrBadArguments mentioning %q", tc.args, err, tc.want)
+		}
+	}
+	if strings.Contains(e.file("calls.log"), "echo") {
+		t.Error("bad arguments reached the server")
+	}
+	// Missing or empty arguments are {}.
+	for _, args := range []string{``, `{}`, `null`} {
+		if got := call(t, s, "mcp__notes__list_notes", args); got != `{}` {
+			t.Errorf("list_notes with %q: server got %s", args, got)
+		}
+	}
+}
+
+func TestUncheckableSchemaRefused(t *testing.T) {
+	e := newEnv(t)
+	defs := `[{"name":"remote","inputSchema":{"type":"object","properties":{"x":{"$ref":"https://example.com/x.json"}}}}]`
+	sc := rawFixture(t, e, "raw", defs, "-record", "calls.log")
+	sc.Allow = []string{"remote"}
+	s := e.connect(e.opts(), sc)
+	tool, ok := s.Tool("mcp__raw__remote")
+	if !ok || tool.CheckProblem == "" || tool.Strict {
+		t.Fatalf("tool %+v", tool)
+	}
+	if noticeWith(s, "mcp__raw__remote", "cannot be checked") == "" {
+		t.Errorf("no notice: %q", s.Notices())
+	}
+	if _, err := s.Call(context.Background(), "mcp__raw__remote", json.RawMessage(`{"x":1}`)); !errors.Is(err, ErrUncheckable) {
+		t.Errorf("call: %v; want ErrUncheckable", err)
+	}
+	if e.file("calls.log") != "" {
+		t.Error("the call reached the server")
+	}
+}

@@ -583,8 +583,14 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 			Decision:       cfg.policy(name),
 			Pin:            PinUnpinned,
 		}
-		for p, problem := range closed.Problems {
-			t.StrictProblems[string(p)] = problem
+		t.Schemas = map[string]json.RawMessage{}
+		for _, p := range schema.Profiles() {
+			t.StrictProblems[string(p)] = closed.Problems[p]
+			t.Schemas[string(p)], _ = closed.For(p)
+		}
+		t.Unchecked, t.CheckProblem = closed.Unchecked, closed.CheckProblem
+		if t.CheckProblem != "" && t.Decision != Deny {
+			notices = append(notices, fmt.Sprintf("tool %s: its input schema cannot be checked (%s), so every call is refused", model, printable(t.CheckProblem, 200)))
 		}
 		if t.Fields == nil {
 			t.Fields = []string{}

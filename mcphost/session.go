@@ -411,6 +411,14 @@ func (s *Session) collect(keep func(*Tool) bool) []Tool {
 
 func (t Tool) clone() Tool {
 	t.Schema = slices.Clone(t.Schema)
+	t.Unchecked = slices.Clone(t.Unchecked)
+	if t.Schemas != nil {
+		m := make(map[string]json.RawMessage, len(t.Schemas))
+		for k, v := range t.Schemas {
+			m[k] = slices.Clone(v)
+		}
+		t.Schemas = m
+	}
 	t.Fields = slices.Clone(t.Fields)
 	t.Changed = slices.Clone(t.Changed)
 	t.Annotations = slices.Clone(t.Annotations)

@@ -60,8 +60,19 @@ type Tool struct {
 	Strict        bool   `json:"strict"`
 	StrictProblem string `json:"strict_problem"`
 	// StrictProblems holds the strict-readiness problem per provider profile
-	// ("" when ready).
+	// ("openai", "anthropic"; "" when ready).
 	StrictProblems map[string]string `json:"strict_problems"`
+	// Schemas holds the schema to offer each provider profile: the strict
+	// form where that profile is ready for it (send the tool with strict
+	// set), else the closed form. Schema is Schemas["openai"].
+	Schemas map[string]json.RawMessage `json:"schemas"`
+	// Unchecked lists constraints of the tool's schema that argument
+	// checking cannot enforce (e.g. a regular expression Go cannot
+	// compile), as "<pointer>: <reason>"; the server must enforce them.
+	Unchecked []string `json:"unchecked,omitempty"`
+	// CheckProblem, when not "", says why every call of the tool is refused:
+	// its schema cannot be read, so arguments cannot be checked.
+	CheckProblem string `json:"check_problem,omitempty"`
 	// Decision is allow, approval or deny, after pinning.
 	Decision Decision `json:"decision"`
 	// Fields are the argument fields the model authors, as JSON pointers.

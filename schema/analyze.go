@@ -1,0 +1,550 @@
+package schema
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// A finding is a reason, tied to the place in the original schema it is
+// about.
+type finding struct {
+	ptr    string // JSON pointer into the original schema
+	reason string
+}
+
+func (f *finding) String() string { return showPointer(f.ptr) + ": " + f.reason }
+
+// A ref is a resolved local reference.
+type ref struct {
+	target *value
+	ptr    string // the target's JSON pointer
+}
+
+// A doc is an input schema and what analysis learned of it.
+type doc struct {
+	root *value
+	d    dialect
+	// refs maps each schema that has a $ref to what it refers to.
+	refs map[*value]ref
+	// uncheckable is the first reason the schema cannot be handed to the
+	// validator as it means: Check then refuses every call, and no strict
+	// form is made.
+	uncheckable *finding
+	// malformed is the first annotation whose value has the wrong type:
+	// harmless to checking (annotations are dropped there) but not to a
+	// provider, so it blocks the strict form.
+	malformed *finding
+	// patterns caches whether each pattern compiles as RE2 (Go's regexp),
+	// after \uXXXX escapes are rewritten to \x{XXXX}.
+	patterns map[string]bool
+	// edges lists the in-place subschemas of every schema that has any
+	// ($ref targets included), to find loops that never consume input.
+	edges map[*value][]*value
+}
+
+func (a *doc) failCheck(ptr path, format string, args ...any) {
+	if a.uncheckable == nil {
+		a.uncheckable = &finding{ptr.String(), fmt.Sprintf(format, args...)}
+	}
+}
+
+func (a *doc) failAnnotation(ptr path, format string, args ...any) {
+	if a.malformed == nil {
+		a.malformed = &finding{ptr.String(), fmt.Sprintf(format, args...)}
+	}
+}
+
+// A path is a JSON pointer as its reference tokens, unescaped. Walks
+// extend it as they descend and write it out only for a finding: most
+// schemas have none, and building every pointer as a string was most of
+// what Close cost.
+type path []string
+
+func (p path) String() string {
+	var b strings.Builder
+	for _, t := range p {
+		b.WriteByte('/')
+		b.WriteString(escapeToken(t))
+	}
+	return b.String()
+}
+
+// analyze learns the dialect of root, checks the form of every keyword the
+// dialect defines, resolves every $ref, compiles every pattern and looks
+// for reference loops.
+func analyze(root *value) *doc {
+	a := &doc{root: root, refs: map[*value]ref{}, patterns: map[string]bool{}, edges: map[*value][]*value{}}
+	if s := root.get("$schema"); s != nil {
+		if s.kind != kindString {
+			a.failCheck(path{"$schema"}, "$schema must be a string naming a JSON Schema dialect")
+			return a
+		}
+		d, ok := dialectOf(s.str)
+		if !ok {
+			a.failCheck(path{"$schema"}, "$schema %s names a JSON Schema dialect mcphost does not know (it knows 2020-12, 2019-09, draft-07 and draft-06), so it cannot tell what the keywords mean", quote(s.str))
+			return a
+		}
+		a.d = d
+	}
+	a.walk(root, nil, true)
+	if a.uncheckable == nil {
+		a.findLoops()
+	}
+	return a
+}
+
+// walk checks one schema and everything under it.
+func (a *doc) walk(s *value, ptr path, isRoot bool) {
+	if s.kind == kindBool {
+		return
+	}
+	if s.kind != kindObject {
+		a.failCheck(ptr, "a schema must be an object or a boolean, not %s", s.kind)
+		return
+	}
+	if s.has("$defs") && s.has("definitions") {
+		a.failCheck(ptr, "both $defs and definitions are present; the validator accepts one of them")
+	}
+	for _, m := range s.obj {
+		p := append(ptr, m.name)
+		v := m.val
+		switch keyword(m.name, a.d) {
+		case clUnknown:
+			// Ignored by the dialect, and so by this package.
+		case clSchema:
+			if a.isSchema(v, p) {
+				a.walk(v, p, false)
+				if inPlace(m.name) {
+					a.edges[s] = append(a.edges[s], v)
+				}
+			}
+		case clSchemaList:
+			if v.kind != kindArray {
+				a.failCheck(p, "%s must be an array of schemas", m.name)
+				continue
+			}
+			for i, e := range v.arr {
+				ep := append(p, strconv.Itoa(i))
+				if a.isSchema(e, ep) {
+					a.walk(e, ep, false)
+					if inPlace(m.name) {
+						a.edges[s] = append(a.edges[s], e)
+					}
+				}
+			}
+		case clSchemaMap, clContainer:
+			if v.kind != kindObject {
+				a.failCheck(p, "%s must be an object of schemas", m.name)
+				continue
+			}
+			for _, e := range v.obj {
+				ep := append(p, e.name)
+				if m.name == "patternProperties" && !a.compiles(e.name) {
+					a.failCheck(ep, "the patternProperties pattern %s uses regular expression features Go's regexp (RE2) does not have, so which names it admits cannot be checked", quote(e.name))
+				}
+				if a.isSchema(e.val, ep) {
+					a.walk(e.val, ep, false)
+					if inPlace(m.name) {
+						a.edges[s] = append(a.edges[s], e.val)
+					}
+				}
+			}
+		case clItems:
+			switch {
+			case v.kind == kindArray && a.d != draft2020:
+				for i, e := range v.arr {
+					ep := append(p, strconv.Itoa(i))
+					if a.isSchema(e, ep) {
+						a.walk(e, ep, false)
+					}
+				}
+			case v.kind == kindArray:
+				a.failCheck(p, "items must be a schema in 2020-12 (tuples are written prefixItems)")
+			case a.isSchema(v, p):
+				a.walk(v, p, false)
+			}
+		case clDeps:
+			if v.kind != kindObject {
+				a.failCheck(p, "dependencies must be an object")
+				continue
+			}
+			for _, e := range v.obj {
+				ep := append(p, e.name)
+				if e.val.kind == kindArray {
+					a.checkNames(e.val, ep, "dependencies")
+				} else if a.isSchema(e.val, ep) {
+					a.walk(e.val, ep, false)
+					a.edges[s] = append(a.edges[s], e.val)
+				}
+			}
+		case clNumber:
+			if _, ok := finite(v); !ok {
+				a.failCheck(p, "%s must be a number (got %s)", m.name, short(v))
+			}
+		case clPositive:
+			if f, ok := finite(v); !ok || f <= 0 {
+				a.failCheck(p, "%s must be a number greater than 0 (got %s)", m.name, short(v))
+			}
+		case clCount:
+			if !isCount(v) {
+				a.failCheck(p, "%s must be a non-negative integer (got %s)", m.name, short(v))
+			}
+		case clString:
+			if v.kind != kindString {
+				a.failCheck(p, "%s must be a string", m.name)
+			} else if m.name == "pattern" {
+				a.compiles(v.str)
+			}
+		case clBool:
+			if v.kind != kindBool {
+				a.failCheck(p, "%s must be true or false", m.name)
+			}
+		case clNames:
+			a.checkNames(v, p, m.name)
+		case clNamesMap:
+			if v.kind != kindObject {
+				a.failCheck(p, "%s must be an object of arrays of names", m.name)
+				continue
+			}
+			for _, e := range v.obj {
+				a.checkNames(e.val, append(p, e.name), m.name)
+			}
+		case clType:
+			a.checkType(v, p)
+		case clArray:
+			if v.kind != kindArray {
+				a.failCheck(p, "%s must be an array", m.name)
+			}
+		case clAny:
+		case clRef:
+			if v.kind != kindString {
+				a.failCheck(p, "%s must be a string", m.name)
+				continue
+			}
+			if m.name != "$ref" {
+				a.failCheck(p, "%s is not supported: mcphost cannot tell statically what it refers to", m.name)
+				continue
+			}
+			r, reason := a.resolve(v.str)
+			if reason != "" {
+				a.failCheck(p, "$ref %s %s", quote(v.str), reason)
+				continue
+			}
+			a.refs[s] = r
+			a.edges[s] = append(a.edges[s], r.target)
+		case clAnnotation:
+			a.checkAnnotation(m.name, v, p)
+		case clIdentity:
+			switch m.name {
+			case "$schema":
+				if isRoot {
+					continue
+				}
+				d, ok := dialectOf(v.str)
+				if v.kind != kindString || !ok || d != a.d {
+					a.failCheck(p, "a nested $schema that changes the dialect is not supported")
+				}
+			case "$id":
+				if v.kind != kindString {
+					a.failCheck(p, "$id must be a string")
+				} else if !isRoot {
+					a.failCheck(p, "$id below the root (an embedded schema resource) is not supported: it changes what references inside it mean")
+				}
+			case "$recursiveAnchor":
+				a.failCheck(p, "$recursiveAnchor is not supported")
+			case "$vocabulary":
+			default: // $anchor, $dynamicAnchor: harmless unless referred to, and "#name" references are refused.
+				if v.kind != kindString {
+					a.failCheck(p, "%s must be a string", m.name)
+				}
+			}
+		}
+	}
+}
+
+// isSchema reports whether v can be a schema, and records it if not.
+func (a *doc) isSchema(v *value, ptr path) bool {
+	if v.kind == kindObject || v.kind == kindBool {
+		return true
+	}
+	a.failCheck(ptr, "a schema must be an object or a boolean, not %s", v.kind)
+	return false
+}
+
+func (a *doc) checkNames(v *value, ptr path, kw string) {
+	if v.kind != kindArray {
+		a.failCheck(ptr, "%s must be an array of names", kw)
+		return
+	}
+	for i, e := range v.arr {
+		if e.kind != kindString {
+			a.failCheck(append(ptr, strconv.Itoa(i)), "%s must list names (strings)", kw)
+			return
+		}
+	}
+}
+
+func (a *doc) checkType(v *value, ptr path) {
+	switch v.kind {
+	case kindString:
+		if !isTypeName(v.str) {
+			a.failCheck(ptr, "type %s is not a JSON Schema type", quote(v.str))
+		}
+	case kindArray:
+		for i, e := range v.arr {
+			if e.kind != kindString || !isTypeName(e.str) {
+				a.failCheck(append(ptr, strconv.Itoa(i)), "type must list JSON Schema type names")
+				return
+			}
+		}
+	default:
+		a.failCheck(ptr, "type must be a type name or an array of them")
+	}
+}
+
+func (a *doc) checkAnnotation(name string, v *value, ptr path) {
+	switch name {
+	case "default":
+	case "examples":
+		if v.kind != kindArray {
+			a.failAnnotation(ptr, "examples must be an array")
+		}
+	case "deprecated", "readOnly", "writeOnly":
+		if v.kind != kindBool {
+			a.failAnnotation(ptr, "%s must be true or false", name)
+		}
+	case "contentSchema":
+		if v.kind != kindObject && v.kind != kindBool {
+			a.failAnnotation(ptr, "contentSchema must be a schema")
+		}
+	default: // title, description, $comment, format, contentEncoding, contentMediaType
+		if v.kind != kindString {
+			a.failAnnotation(ptr, "%s must be a string, not %s", name, v.kind)
+		}
+	}
+}
+
+// resolve finds what a $ref refers to. Only references into this document
+// are followed ("#" and "#/json/pointer"): the validator is given no
+// loader, so a remote one could not be checked, and mcphost fetches
+// nothing a server names.
+func (a *doc) resolve(s string) (ref, string) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ref{}, fmt.Sprintf("is not a valid URI reference: %v", err)
+	}
+	if u.Scheme != "" || u.Opaque != "" || u.Host != "" || u.Path != "" || u.RawQuery != "" {
+		return ref{}, "refers outside the schema; remote references are not loaded"
+	}
+	frag := u.Fragment
+	if frag != "" && frag[0] != '/' {
+		return ref{}, "names an anchor; only JSON pointer references (#/...) are supported"
+	}
+	cur := a.root
+	if frag == "" {
+		return ref{cur, ""}, ""
+	}
+	segs := strings.Split(frag[1:], "/")
+	for i := 0; i < len(segs); i++ {
+		if cur.kind != kindObject {
+			return ref{}, "does not resolve to a schema in this document"
+		}
+		kw := unescapeToken(segs[i])
+		v := cur.get(kw)
+		if v == nil {
+			return ref{}, "does not resolve to a schema in this document"
+		}
+		switch keyword(kw, a.d) {
+		case clSchema:
+			cur = v
+			continue
+		case clItems:
+			if v.kind != kindArray {
+				cur = v
+				continue
+			}
+		case clSchemaList:
+		case clSchemaMap, clContainer, clDeps:
+			i++
+			if i >= len(segs) || v.kind != kindObject {
+				return ref{}, "does not resolve to a schema in this document"
+			}
+			e := v.get(unescapeToken(segs[i]))
+			if e == nil {
+				return ref{}, "does not resolve to a schema in this document"
+			}
+			cur = e
+			continue
+		default:
+			return ref{}, "does not resolve to a schema in this document"
+		}
+		// An array of schemas: the next token is an index.
+		i++
+		if i >= len(segs) || v.kind != kindArray {
+			return ref{}, "does not resolve to a schema in this document"
+		}
+		n, err := strconv.Atoi(segs[i])
+		if err != nil || n < 0 || n >= len(v.arr) || (len(segs[i]) > 1 && segs[i][0] == '0') {
+			return ref{}, "does not resolve to a schema in this document"
+		}
+		cur = v.arr[n]
+	}
+	if cur.kind != kindObject && cur.kind != kindBool {
+		return ref{}, "does not resolve to a schema in this document"
+	}
+	return ref{cur, frag}, ""
+}
+
+// findLoops refuses a schema in which a chain of in-place keywords ($ref,
+// allOf, anyOf, ...) comes back to where it started: validating it would
+// recurse forever without consuming any input (the validator would
+// overflow its stack, and a server could use that to crash the host).
+func (a *doc) findLoops() {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make(map[*value]uint8, len(a.edges))
+	var visit func(v *value) bool
+	visit = func(v *value) bool {
+		switch color[v] {
+		case grey:
+			return true
+		case black:
+			return false
+		}
+		color[v] = grey
+		for _, w := range a.edges[v] {
+			if visit(w) {
+				return true
+			}
+		}
+		color[v] = black
+		return false
+	}
+	// Visit in a fixed order (the root first) so the report is stable.
+	if visit(a.root) {
+		a.failCheck(nil, "the schema refers to itself in place ($ref, allOf, anyOf, ...) without descending into the value, which no validator can finish")
+		return
+	}
+	for v := range a.edges {
+		if visit(v) {
+			a.failCheck(nil, "the schema refers to itself in place ($ref, allOf, anyOf, ...) without descending into the value, which no validator can finish")
+			return
+		}
+	}
+	// Without loops the in-place keywords form a DAG, but shared
+	// references can still multiply: a chain of anyOfs whose two branches
+	// refer to the same next one doubles at every step. The validator
+	// visits every path (anyOf visits all its branches), so bound them.
+	cost := make(map[*value]int, len(a.edges))
+	var paths func(v *value) int
+	paths = func(v *value) int {
+		if c, ok := cost[v]; ok {
+			return c
+		}
+		n := 1
+		for _, w := range a.edges[v] {
+			n = min(n+paths(w), maxInPlace+1)
+		}
+		cost[v] = n
+		return n
+	}
+	for v := range a.edges {
+		if paths(v) > maxInPlace {
+			a.failCheck(nil, "validating a value would apply more than %d schemas to it in place (nested anyOf/allOf/oneOf/$ref that share references multiply), which mcphost refuses rather than spend unbounded time on every call", maxInPlace)
+			return
+		}
+	}
+}
+
+// maxInPlace bounds the schemas the validator may apply to one value.
+const maxInPlace = 10000
+
+// compiles reports (and caches) whether a pattern compiles as RE2 once
+// its ECMA-262 \uXXXX escapes are written the RE2 way.
+func (a *doc) compiles(p string) bool {
+	ok, seen := a.patterns[p]
+	if !seen {
+		_, err := regexp.Compile(toRE2(p))
+		ok = err == nil
+		a.patterns[p] = ok
+	}
+	return ok
+}
+
+// toRE2 rewrites the \uXXXX escapes of an ECMA-262 pattern (which JSON
+// Schema patterns are) as \x{XXXX}, the same character in RE2 syntax.
+// Everything else is left alone: a pattern that still does not compile
+// uses a feature RE2 does not have (lookaround, backreferences).
+func toRE2(p string) string {
+	if !strings.Contains(p, `\u`) {
+		return p
+	}
+	var sb strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' && i+1 < len(p) {
+			if p[i+1] == 'u' && i+6 <= len(p) && isHex(p[i+2:i+6]) {
+				sb.WriteString(`\x{` + p[i+2:i+6] + `}`)
+				i += 5
+				continue
+			}
+			sb.WriteByte(p[i])
+			sb.WriteByte(p[i+1])
+			i++
+			continue
+		}
+		sb.WriteByte(p[i])
+	}
+	return sb.String()
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// finite returns a number's value as a float64, if it is one.
+func finite(v *value) (float64, bool) {
+	if v.kind != kindNumber {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(v.raw, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+// isCount reports whether v is a non-negative integer, however written
+// (5, 5.0 and 5e0 all are).
+func isCount(v *value) bool {
+	r, ok := v.number()
+	return ok && r.IsInt() && r.Sign() >= 0
+}
+
+// countLiteral writes a count for the validator, which reads counts as
+// 32-bit integers: a larger bound is written as the largest such integer.
+// That is exact for every instance mcphost can handle, since no argument
+// text of 2 GiB reaches it: an array, string or object that large cannot
+// be present, so a larger maximum admits the same and a larger minimum
+// refuses the same.
+func countLiteral(v *value) string {
+	r, _ := v.number()
+	n := r.Num()
+	if n.Cmp(big.NewInt(math.MaxInt32)) > 0 {
+		return strconv.Itoa(math.MaxInt32)
+	}
+	return n.String()
+}

@@ -1,0 +1,756 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ArgumentError is the error for arguments that do not fit a tool's input
+// schema. Its Error text is written for the model that sent them, to
+// correct its call: where (a JSON pointer into the arguments), what was
+// expected and what came.
+type ArgumentError struct {
+	// Pointer locates the offending value in the arguments (RFC 6901);
+	// "" is the arguments as a whole.
+	Pointer string
+	// Reason says what was expected and what was given.
+	Reason string
+	// Suggestion, for an unknown field, is the declared field whose name
+	// is closest to it, if one is close; "" otherwise.
+	Suggestion string
+	// Err is the validator's own error, when there was one.
+	Err error
+}
+
+// Error returns the message for the model, e.g.
+//
+//	invalid arguments: /qeury: unknown field; did you mean "query"?
+func (e *ArgumentError) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid arguments: ")
+	if e.Pointer != "" {
+		b.WriteString(showPointer(e.Pointer))
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Reason)
+	if e.Suggestion != "" {
+		fmt.Fprintf(&b, "; did you mean %s?", quote(e.Suggestion))
+	}
+	return b.String()
+}
+
+// Unwrap returns the validator's error, if any.
+func (e *ArgumentError) Unwrap() error { return e.Err }
+
+func argError(ptr, format string, args ...any) *ArgumentError {
+	return &ArgumentError{Pointer: ptr, Reason: fmt.Sprintf(format, args...)}
+}
+
+// readArgs parses arguments a model or a caller sent. Nothing, white space
+// and null mean no arguments, {}. Anything that is not one JSON object is
+// refused, and so is what different JSON parsers would read differently
+// (a field given twice, an unpaired surrogate escape): the server must see
+// what was checked.
+func readArgs(args []byte) (*value, error) {
+	if trimmedEmpty(args) {
+		return &value{kind: kindObject, obj: []member{}}, nil
+	}
+	p, err := parse(args)
+	if err != nil {
+		return nil, &ArgumentError{Reason: "the arguments are " + err.Error() + "; send one JSON object", Err: err}
+	}
+	if p.v.kind != kindObject {
+		return nil, argError("", "the arguments must be a JSON object, not %s", article(p.v.kind))
+	}
+	if p.hasDup {
+		return nil, argError(p.dup, "this field is given more than once; give each field once")
+	}
+	if p.lone {
+		return nil, argError("", "a string holds an unpaired UTF-16 surrogate escape (a lone \\uD800-\\uDFFF), which is not a character")
+	}
+	return p.v, nil
+}
+
+// FromModel maps arguments the model sent back to what the server
+// expects. A null for a property that was optional in the original schema
+// (and which that schema therefore refuses) is removed, at any depth the
+// strict form reaches, so the server sees exactly what it would have seen
+// had the field been omitted: that is how the strict form, in which every
+// property is required, says "omitted". Nulls the original admits for a
+// required property stay. The removal is the same whichever form was
+// offered: under the closed form a null there could only fail Check.
+//
+// Empty arguments ("", white space, null) are {}. Everything else is
+// returned as the model wrote it, byte for byte where nothing was
+// removed. Arguments that are not one JSON object give an *ArgumentError.
+func (c *Closed) FromModel(args json.RawMessage) (json.RawMessage, error) {
+	v, err := readArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	if c.nulls.apply(v) || trimmedEmpty(args) {
+		return encode(v), nil
+	}
+	return bytes.Clone(bytes.TrimSpace(args)), nil
+}
+
+// Check validates server-bound arguments (what FromModel returned) against
+// the tool's original schema as closed: objects the closed form closed
+// refuse unknown properties. It uses github.com/google/jsonschema-go.
+//
+// It returns nil; an *ArgumentError whose text tells the model what to
+// correct (which field, what was expected, what came, and for an unknown
+// field the nearest declared name); or, for a tool whose schema could not
+// be interpreted (CheckProblem), an error wrapping ErrUncheckable.
+func (c *Closed) Check(args json.RawMessage) error {
+	v, err := readArgs(args)
+	if err != nil {
+		return err
+	}
+	if c.CheckProblem != "" {
+		return fmt.Errorf("%w: %s; mcphost does not send a call it cannot check", ErrUncheckable, c.CheckProblem)
+	}
+	ck, err := c.prepare()
+	if err != nil {
+		return fmt.Errorf("%w: the validator refused it: %v", ErrUncheckable, err)
+	}
+	var inst any
+	if err := json.Unmarshal(encode(v), &inst); err != nil {
+		if ae := outOfRange(v, ""); ae != nil {
+			ae.Err = err
+			return ae
+		}
+		return &ArgumentError{Reason: "the arguments cannot be read: " + clip(err.Error()), Err: err}
+	}
+	verr := ck.rs.Validate(inst)
+	if verr == nil {
+		return nil
+	}
+	g := &diagnoser{a: ck.diag, res: map[string]*regexp.Regexp{}}
+	if ae := g.check(v, ck.diag.root, "", 0); ae != nil {
+		ae.Err = verr
+		return ae
+	}
+	return &ArgumentError{Reason: "the arguments do not fit the tool's input schema: " + clip(verr.Error()), Err: verr}
+}
+
+// clip cuts a validator message to a readable length and escapes what
+// does not print (it quotes argument values).
+func clip(s string) string {
+	const max = 400
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == max {
+			b.WriteString("…")
+			break
+		}
+		n++
+		if unicode.IsPrint(r) || r == '\n' {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
+}
+
+// outOfRange finds a number too large for a float64, which is how the
+// validator reads numbers.
+func outOfRange(v *value, ptr string) *ArgumentError {
+	switch v.kind {
+	case kindNumber:
+		if _, ok := finite(v); !ok {
+			return argError(ptr, "the number %s is out of range", short(v))
+		}
+	case kindArray:
+		for i, e := range v.arr {
+			if ae := outOfRange(e, ptr+"/"+strconv.Itoa(i)); ae != nil {
+				return ae
+			}
+		}
+	case kindObject:
+		for _, m := range v.obj {
+			if ae := outOfRange(m.val, ptr+"/"+escapeToken(m.name)); ae != nil {
+				return ae
+			}
+		}
+	}
+	return nil
+}
+
+// A diagnoser finds, for arguments the validator refused, the first place
+// and reason to tell the model. It mirrors the common keywords of the
+// validator; the validator alone decides whether arguments pass.
+type diagnoser struct {
+	a     *doc
+	steps int
+	res   map[string]*regexp.Regexp
+}
+
+// diagnoseBudget bounds the work of one diagnosis (nested anyOf can
+// multiply it); past it the validator's own message is used.
+const diagnoseBudget = 100000
+
+func (g *diagnoser) check(v, s *value, ptr string, depth int) *ArgumentError {
+	if g.steps++; g.steps > diagnoseBudget || depth > 256 {
+		return nil
+	}
+	if s.kind == kindBool {
+		if s.b {
+			return nil
+		}
+		return argError(ptr, "no value is allowed here")
+	}
+	if r, ok := g.a.refs[s]; ok {
+		if ae := g.check(v, r.target, ptr, depth+1); ae != nil {
+			return ae
+		}
+		if g.a.d == draft07 || g.a.d == draft06 {
+			return nil
+		}
+	}
+	if types, ok := typesOf(s); ok && !matches(v, types) {
+		return argError(ptr, "expected %s, got %s", typeList(types), describe(v))
+	}
+	if e := s.get("enum"); e != nil {
+		if !isOneOf(v, e.arr) {
+			return argError(ptr, "expected one of %s; got %s", listValues(e.arr), describe(v))
+		}
+	}
+	if c := s.get("const"); c != nil && !equal(v, c) {
+		return argError(ptr, "expected %s; got %s", short(c), describe(v))
+	}
+	var ae *ArgumentError
+	switch v.kind {
+	case kindNumber:
+		ae = g.number(v, s, ptr)
+	case kindString:
+		ae = g.string(v, s, ptr)
+	case kindArray:
+		ae = g.array(v, s, ptr, depth)
+	case kindObject:
+		ae = g.object(v, s, ptr, depth)
+	}
+	if ae != nil {
+		return ae
+	}
+	return g.composition(v, s, ptr, depth)
+}
+
+func (g *diagnoser) number(v, s *value, ptr string) *ArgumentError {
+	n, ok := v.number()
+	if !ok {
+		return nil
+	}
+	bound := func(kw string) (*big.Rat, string) {
+		b := s.get(kw)
+		if b == nil {
+			return nil, ""
+		}
+		r, ok := b.number()
+		if !ok {
+			return nil, ""
+		}
+		return r, b.raw
+	}
+	if r, lit := bound("minimum"); r != nil && n.Cmp(r) < 0 {
+		return argError(ptr, "must be at least %s; got %s", lit, v.raw)
+	}
+	if r, lit := bound("maximum"); r != nil && n.Cmp(r) > 0 {
+		return argError(ptr, "must be at most %s; got %s", lit, v.raw)
+	}
+	if r, lit := bound("exclusiveMinimum"); r != nil && n.Cmp(r) <= 0 {
+		return argError(ptr, "must be greater than %s; got %s", lit, v.raw)
+	}
+	if r, lit := bound("exclusiveMaximum"); r != nil && n.Cmp(r) >= 0 {
+		return argError(ptr, "must be less than %s; got %s", lit, v.raw)
+	}
+	if r, lit := bound("multipleOf"); r != nil && r.Sign() > 0 {
+		if q := new(big.Rat).Quo(n, r); !q.IsInt() {
+			return argError(ptr, "must be a multiple of %s; got %s", lit, v.raw)
+		}
+	}
+	return nil
+}
+
+func (g *diagnoser) string(v, s *value, ptr string) *ArgumentError {
+	n := utf8.RuneCountInString(v.str)
+	if c := s.get("minLength"); c != nil {
+		if m, err := strconv.Atoi(c.raw); err == nil && n < m {
+			return argError(ptr, "must be at least %d characters long; got %d", m, n)
+		}
+	}
+	if c := s.get("maxLength"); c != nil {
+		if m, err := strconv.Atoi(c.raw); err == nil && n > m {
+			return argError(ptr, "must be at most %d characters long; got %d", m, n)
+		}
+	}
+	if p := s.get("pattern"); p != nil && p.kind == kindString {
+		if re := g.re(p.str); re != nil && !re.MatchString(v.str) {
+			return argError(ptr, "must match the pattern %s; got %s", quote(p.str), describe(v))
+		}
+	}
+	return nil
+}
+
+func (g *diagnoser) re(p string) *regexp.Regexp {
+	re, ok := g.res[p]
+	if !ok {
+		re, _ = regexp.Compile(p)
+		g.res[p] = re
+	}
+	return re
+}
+
+func (g *diagnoser) array(v, s *value, ptr string, depth int) *ArgumentError {
+	at := func(i int) string { return ptr + "/" + strconv.Itoa(i) }
+	items := s.get("items")
+	rest := 0 // the first index that items (or additionalItems) applies to
+	if g.a.d == draft07 || g.a.d == draft06 {
+		if items != nil && items.kind == kindArray {
+			for i, is := range items.arr {
+				if i < len(v.arr) {
+					if ae := g.check(v.arr[i], is, at(i), depth+1); ae != nil {
+						return ae
+					}
+				}
+			}
+			rest = len(items.arr)
+			items = s.get("additionalItems")
+		}
+	} else if pre := s.get("prefixItems"); pre != nil {
+		for i, is := range pre.arr {
+			if i < len(v.arr) {
+				if ae := g.check(v.arr[i], is, at(i), depth+1); ae != nil {
+					return ae
+				}
+			}
+		}
+		rest = len(pre.arr)
+	}
+	if items != nil && items.kind != kindArray {
+		for i := rest; i < len(v.arr); i++ {
+			if ae := g.check(v.arr[i], items, at(i), depth+1); ae != nil {
+				return ae
+			}
+		}
+	}
+	if c := s.get("minItems"); c != nil {
+		if m, err := strconv.Atoi(c.raw); err == nil && len(v.arr) < m {
+			return argError(ptr, "must have at least %d items; got %d", m, len(v.arr))
+		}
+	}
+	if c := s.get("maxItems"); c != nil {
+		if m, err := strconv.Atoi(c.raw); err == nil && len(v.arr) > m {
+			return argError(ptr, "must have at most %d items; got %d", m, len(v.arr))
+		}
+	}
+	// Pairwise comparison is quadratic; the validator hashes, and its
+	// message stands for long arrays.
+	if u := s.get("uniqueItems"); u != nil && u.b && len(v.arr) <= 1000 {
+		for i := range v.arr {
+			for j := i + 1; j < len(v.arr); j++ {
+				if equal(v.arr[i], v.arr[j]) {
+					return argError(at(j), "repeats item %d; the items must be unique", i)
+				}
+			}
+		}
+	}
+	if c := s.get("contains"); c != nil {
+		found := false
+		for _, e := range v.arr {
+			if g.check(e, c, "", depth+1) == nil {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return argError(ptr, "must contain an item that matches what the schema asks (contains)")
+		}
+	}
+	return nil
+}
+
+func (g *diagnoser) object(v, s *value, ptr string, depth int) *ArgumentError {
+	at := func(name string) string { return ptr + "/" + escapeToken(name) }
+	props := s.get("properties")
+	pats := s.get("patternProperties")
+	matchesPattern := func(name string) []*value {
+		var out []*value
+		for _, p := range pats.objOrNil() {
+			if re := g.re(p.name); re != nil && re.MatchString(name) {
+				out = append(out, p.val)
+			}
+		}
+		return out
+	}
+	ap := s.get("additionalProperties")
+	if ap != nil && ap.kind == kindBool && !ap.b {
+		for _, m := range v.obj {
+			if props.get(m.name) != nil || len(matchesPattern(m.name)) > 0 {
+				continue
+			}
+			ae := argError(at(m.name), "unknown field")
+			var names []string
+			for _, p := range props.objOrNil() {
+				if v.get(p.name) == nil {
+					names = append(names, p.name)
+				}
+			}
+			ae.Suggestion = suggest(m.name, names)
+			if ae.Suggestion == "" {
+				ae.Reason += "; " + fieldList(props)
+			}
+			return ae
+		}
+	}
+	// Required fields after unknown ones: a misspelled field ("qeury")
+	// explains the missing one, and "did you mean" is the better help.
+	for _, n := range s.get("required").arrOrNil() {
+		if v.get(n.str) == nil {
+			hint := ""
+			if ps := props.get(n.str); ps != nil {
+				if t, ok := typesOf(ps); ok {
+					hint = " (" + typeList(t) + ")"
+				}
+			}
+			return argError(at(n.str), "missing required field%s", hint)
+		}
+	}
+	for _, m := range v.obj {
+		known := false
+		if ps := props.get(m.name); ps != nil {
+			known = true
+			if ae := g.check(m.val, ps, at(m.name), depth+1); ae != nil {
+				return ae
+			}
+		}
+		for _, ps := range matchesPattern(m.name) {
+			known = true
+			if ae := g.check(m.val, ps, at(m.name), depth+1); ae != nil {
+				return ae
+			}
+		}
+		if !known && ap != nil {
+			if ae := g.check(m.val, ap, at(m.name), depth+1); ae != nil {
+				return ae
+			}
+		}
+	}
+	if pn := s.get("propertyNames"); pn != nil {
+		for _, m := range v.obj {
+			if ae := g.check(strValue(m.name), pn, at(m.name), depth+1); ae != nil {
+				ae.Reason = "the field name does not fit: " + ae.Reason
+				return ae
+			}
+		}
+	}
+	if c := s.get("minProperties"); c != nil {
+		if m, err := strconv.Atoi(c.raw); err == nil && len(v.obj) < m {
+			return argError(ptr, "must have at least %d fields; got %d", m, len(v.obj))
+		}
+	}
+	if c := s.get("maxProperties"); c != nil {
+		if m, err := strconv.Atoi(c.raw); err == nil && len(v.obj) > m {
+			return argError(ptr, "must have at most %d fields; got %d", m, len(v.obj))
+		}
+	}
+	if ds := s.get("dependentSchemas"); ds != nil && g.a.d != draft07 && g.a.d != draft06 {
+		for _, d := range ds.obj {
+			if v.get(d.name) != nil {
+				if ae := g.check(v, d.val, ptr, depth+1); ae != nil {
+					return ae
+				}
+			}
+		}
+	}
+	if up := s.get("unevaluatedProperties"); up != nil && ap == nil {
+		// Roughly: the properties this schema itself does not declare (the
+		// validator also counts what in-place subschemas evaluated).
+		for _, m := range v.obj {
+			if props.get(m.name) == nil && len(matchesPattern(m.name)) == 0 {
+				if ae := g.check(m.val, up, at(m.name), depth+1); ae != nil {
+					return ae
+				}
+			}
+		}
+	}
+	deps := s.get("dependentRequired")
+	if g.a.d == draft07 || g.a.d == draft06 {
+		deps = s.get("dependencies")
+	}
+	for _, d := range deps.objOrNil() {
+		if v.get(d.name) == nil || d.val.kind != kindArray {
+			continue
+		}
+		for _, n := range d.val.arr {
+			if v.get(n.str) == nil {
+				return argError(at(n.str), "missing field, required when %s is given", quote(d.name))
+			}
+		}
+	}
+	return nil
+}
+
+func (v *value) objOrNil() []member {
+	if v == nil || v.kind != kindObject {
+		return nil
+	}
+	return v.obj
+}
+
+func (g *diagnoser) composition(v, s *value, ptr string, depth int) *ArgumentError {
+	for _, b := range s.get("allOf").arrOrNil() {
+		if ae := g.check(v, b, ptr, depth+1); ae != nil {
+			return ae
+		}
+	}
+	if l := s.get("anyOf").arrOrNil(); l != nil {
+		if ae := g.oneOfMany(v, l, ptr, depth, false); ae != nil {
+			return ae
+		}
+	}
+	if l := s.get("oneOf").arrOrNil(); l != nil {
+		if ae := g.oneOfMany(v, l, ptr, depth, true); ae != nil {
+			return ae
+		}
+	}
+	if n := s.get("not"); n != nil && g.check(v, n, ptr, depth+1) == nil {
+		return argError(ptr, "must not match what the schema excludes (not); got %s", describe(v))
+	}
+	if c := s.get("if"); c != nil && g.a.d != draft06 {
+		branch := s.get("else")
+		if g.check(v, c, ptr, depth+1) == nil {
+			branch = s.get("then")
+		}
+		if branch != nil {
+			return g.check(v, branch, ptr, depth+1)
+		}
+	}
+	return nil
+}
+
+// oneOfMany diagnoses anyOf (exactly false) and oneOf (exactly true).
+func (g *diagnoser) oneOfMany(v *value, list []*value, ptr string, depth int, exactly bool) *ArgumentError {
+	var errs []*ArgumentError
+	ok := 0
+	for _, b := range list {
+		if ae := g.check(v, b, ptr, depth+1); ae != nil {
+			errs = append(errs, ae)
+		} else {
+			ok++
+		}
+	}
+	switch {
+	case ok == 1 || ok > 1 && !exactly:
+		return nil
+	case ok > 1:
+		return argError(ptr, "matches more than one of the allowed forms, and must match exactly one (oneOf)")
+	}
+	// The branches of the value's own type say the most.
+	var typed []*ArgumentError
+	var forms []string
+	for i, b := range list {
+		t, known := typesOf(b)
+		if !known {
+			t, known = typesFromValues(b)
+		}
+		if known {
+			forms = append(forms, typeList(t))
+		}
+		if !known || matches(v, t) {
+			typed = append(typed, errs[i])
+		}
+	}
+	if len(typed) == 1 {
+		return typed[0]
+	}
+	// Among object branches, the one that declares most of the fields
+	// given is the one the sender meant.
+	if v.kind == kindObject && len(typed) > 1 {
+		best, bestScore, tie := -1, -1, false
+		for i, b := range list {
+			if errs[i] == nil {
+				continue
+			}
+			score := 0
+			props := g.deref(b).get("properties")
+			for _, m := range v.obj {
+				if props.get(m.name) != nil {
+					score++
+				}
+			}
+			switch {
+			case score > bestScore:
+				best, bestScore, tie = i, score, false
+			case score == bestScore:
+				tie = true
+			}
+		}
+		if best >= 0 && !tie && bestScore > 0 {
+			return errs[best]
+		}
+	}
+	ae := argError(ptr, "does not match any of the %d allowed forms", len(list))
+	if len(forms) == len(list) {
+		ae.Reason += " (" + strings.Join(forms, "; ") + ")"
+	}
+	ae.Reason += "; got " + describe(v)
+	return ae
+}
+
+// deref follows a schema's $ref chain.
+func (g *diagnoser) deref(s *value) *value {
+	for range 64 {
+		r, ok := g.a.refs[s]
+		if !ok {
+			break
+		}
+		s = r.target
+	}
+	return s
+}
+
+func matches(v *value, types []string) bool {
+	for _, t := range types {
+		if ofType(v, t) {
+			return true
+		}
+	}
+	return false
+}
+
+func isOneOf(v *value, list []*value) bool {
+	for _, e := range list {
+		if equal(v, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// typeList writes ["string", "null"] as "string or null".
+func typeList(types []string) string {
+	switch len(types) {
+	case 0:
+		return "nothing"
+	case 1:
+		return types[0]
+	}
+	return strings.Join(types[:len(types)-1], ", ") + " or " + types[len(types)-1]
+}
+
+// describe writes a value's type and (short) value for a message.
+func describe(v *value) string {
+	switch v.kind {
+	case kindNull:
+		return "null"
+	case kindObject:
+		return "an object"
+	case kindArray:
+		return "an array"
+	case kindNumber:
+		if v.isInteger() {
+			return "integer " + v.raw
+		}
+		return "number " + v.raw
+	case kindString:
+		return "string " + short(v)
+	default:
+		return "boolean " + short(v)
+	}
+}
+
+func listValues(vals []*value) string {
+	const max = 20
+	var parts []string
+	for i, v := range vals {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("… (%d more)", len(vals)-max))
+			break
+		}
+		parts = append(parts, short(v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func fieldList(props *value) string {
+	const max = 30
+	if len(props.objOrNil()) == 0 {
+		return "this object takes no fields"
+	}
+	var parts []string
+	for i, p := range props.obj {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("… (%d more)", len(props.obj)-max))
+			break
+		}
+		parts = append(parts, quote(p.name))
+	}
+	return "the fields here are " + strings.Join(parts, ", ")
+}
+
+// suggest returns the candidate nearest to name, if one is near enough to
+// be a likely slip: the same but for case and separators ("file_path",
+// "filePath"), or at most two edits (a typo, a swap, a missing or extra
+// letter) away, and no more than a third of the longer name. Ties go to
+// the first candidate, which is in declared order.
+func suggest(name string, candidates []string) string {
+	const long = 64 // longer names are not compared: the distance is quadratic
+	norm := func(s string) string {
+		s = strings.ToLower(s)
+		return strings.NewReplacer("_", "", "-", "", " ", "").Replace(s)
+	}
+	if utf8.RuneCountInString(name) > long {
+		return ""
+	}
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if utf8.RuneCountInString(c) > long {
+			continue
+		}
+		if norm(c) == norm(name) {
+			return c
+		}
+		d := distance(strings.ToLower(name), strings.ToLower(c))
+		if d < bestD && d*3 <= max(utf8.RuneCountInString(c), utf8.RuneCountInString(name)) {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// distance is the optimal string alignment distance: insertions,
+// deletions, substitutions and swaps of neighbours each count one.
+func distance(a, b string) int {
+	x, y := []rune(a), []rune(b)
+	d := make([][]int, len(x)+1)
+	for i := range d {
+		d[i] = make([]int, len(y)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(x); i++ {
+		for j := 1; j <= len(y); j++ {
+			cost := 1
+			if x[i-1] == y[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(x)][len(y)]
+}

@@ -1,0 +1,77 @@
+package schema
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// BenchmarkClose closes the 36 reference-server tool schemas per
+// iteration: a discovery of 10,000 such tools costs 10000/36 iterations.
+func BenchmarkClose(b *testing.B) {
+	schemas := referenceServers(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range schemas {
+			if _, err := Close(s.Schema); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(schemas)), "ns/tool")
+}
+
+// BenchmarkCloseCorpus closes the corpus's 20 hard schemas per iteration.
+func BenchmarkCloseCorpus(b *testing.B) {
+	schemas := corpus(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range schemas {
+			if _, err := Close(s.Schema); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(schemas)), "ns/tool")
+}
+
+// BenchmarkCheck measures a call's FromModel and Check on a prepared tool.
+func BenchmarkCheck(b *testing.B) {
+	c, err := Close(json.RawMessage(toolSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := json.RawMessage(`{"query":"abc","limit":10,"unit":null,"tags":["a","b"],"filter":{"owner":"o"},"edits":[{"old":"a","new":"b"}]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := c.FromModel(args)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Check(out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFirstCheck measures a tool's first Check, which prepares the
+// validator (unmarshal and resolve), over the reference-server schemas.
+func BenchmarkFirstCheck(b *testing.B) {
+	schemas := referenceServers(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		var closed []*Closed
+		for _, s := range schemas {
+			c, err := Close(s.Schema)
+			if err != nil {
+				b.Fatal(err)
+			}
+			closed = append(closed, c)
+		}
+		b.StartTimer()
+		for _, c := range closed {
+			_ = c.Check(json.RawMessage(`{}`))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(schemas)), "ns/tool")
+}

@@ -1,0 +1,462 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// ErrInvalidSchema is wrapped by the error Close returns for an input that
+// is not a JSON object: not JSON at all, not UTF-8, or another JSON value.
+// Such a tool cannot be offered to a model.
+var ErrInvalidSchema = errors.New("input schema is not a JSON object")
+
+// ErrUncheckable is wrapped by the error Check returns for every call of a
+// tool whose input schema mcphost could not interpret (an unknown dialect,
+// a reference it cannot follow, a malformed keyword, a name given twice).
+// Checking against a schema read wrongly could pass what the tool refuses
+// or refuse what it accepts, so the call is refused; Closed.CheckProblem
+// says why, from the moment the tool is listed.
+var ErrUncheckable = errors.New("the tool's input schema cannot be checked")
+
+// Closed is an input schema prepared for a model: the form to offer it,
+// whether and why not that form is strict, and what Check and FromModel
+// need. Close makes it; nothing changes it afterwards (callers must not
+// modify its fields either), and it is safe for concurrent use.
+type Closed struct {
+	// Original is the schema as the server sent it.
+	Original json.RawMessage
+	// Schema is what to offer the model: the strict form when Strict,
+	// else the closed form (the original with its objects closed where
+	// that keeps their meaning, optional properties still optional).
+	Schema json.RawMessage
+	// Strict reports that Schema is the strict form and that it is ready
+	// for the default profile (OpenAI).
+	Strict bool
+	// Problem says why the schema is not strict-ready for the default
+	// profile, as "<json pointer>: <reason>" with the pointer into
+	// Original ("(root)" for the root); "" when it is ready.
+	Problem string
+	// Problems holds the same for every profile ("" when ready); every
+	// profile of Profiles is present.
+	Problems map[Profile]string
+	// Fields lists the argument fields the model authors: a JSON pointer
+	// "/<name>" (RFC 6901 escaped) for each property of the root, sorted.
+	// It is never nil.
+	Fields []string
+	// Unchecked lists constraints of the original that Check cannot
+	// enforce, as "<json pointer>: <reason>": patterns that Go's regexp
+	// (RE2) cannot compile. The server still receives its own schema's
+	// meaning and may enforce them; everything else is checked.
+	Unchecked []string
+	// CheckProblem, when not "", says why Check refuses every call: the
+	// schema could not be interpreted (see ErrUncheckable).
+	CheckProblem string
+
+	closed json.RawMessage // the closed form
+	strict json.RawMessage // the strict form; nil when meaning could not be kept
+	nulls  *nullMap        // where FromModel removes nulls; nil when nowhere
+	check  []byte          // the closed form, written for the validator
+
+	once    sync.Once
+	checker *checker
+	ckErr   error
+}
+
+// Close prepares an input schema. It fails, with an error wrapping
+// ErrInvalidSchema, only when the input is not a JSON object; every other
+// difficulty is a Problem (the tool stays non-strict) or a CheckProblem
+// (its calls are refused), never an error.
+//
+// Close does the same work for every tool of every server at discovery,
+// so it does not validate anything against the schema itself: the
+// validator is prepared on a tool's first Check.
+func Close(input json.RawMessage) (*Closed, error) {
+	p, err := parse(input)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
+	}
+	root := p.v
+	if root.kind != kindObject {
+		return nil, fmt.Errorf("%w: it is %s", ErrInvalidSchema, article(root.kind))
+	}
+	c := &Closed{
+		Original: bytes.Clone(input),
+		Problems: make(map[Profile]string, 2),
+	}
+	var a *doc
+	if p.hasDup {
+		a = &doc{root: root, uncheckable: &finding{p.dup, "this name repeats an earlier member of the same object, and JSON parsers disagree on which one counts"}}
+	} else {
+		a = analyze(root)
+	}
+	c.Fields = fields(a)
+	if f := a.uncheckable; f != nil {
+		// What cannot be read surely is offered as it is, non-strict,
+		// and Check refuses its calls.
+		c.CheckProblem = f.String()
+		for _, pr := range Profiles() {
+			c.Problems[pr] = c.CheckProblem
+		}
+		c.Problem = c.CheckProblem
+		c.closed = c.Original
+		c.Schema = c.Original
+		return c, nil
+	}
+
+	// The strict form and its profile checks read the original tree, so
+	// they come before closeObjects and forValidator change it in place.
+	form, nulls, prob := strictForm(a)
+	if prob == nil {
+		prob = a.malformed
+	}
+	if prob != nil {
+		for _, pr := range Profiles() {
+			c.Problems[pr] = prob.String()
+		}
+	} else {
+		for _, pr := range Profiles() {
+			c.Problems[pr] = checkProfile(pr, a, form)
+		}
+		c.strict = encode(form)
+		c.nulls = nulls
+	}
+	c.Problem = c.Problems[OpenAI]
+	c.Strict = c.strict != nil && c.Problem == ""
+
+	closeObjects(a)
+	c.closed = encode(root)
+	c.Unchecked = forValidator(a)
+	c.check = encode(root)
+
+	c.Schema = c.closed
+	if c.Strict {
+		c.Schema = c.strict
+	}
+	return c, nil
+}
+
+// For returns the schema to offer a model of profile p, and whether it is
+// the strict form (then send the tool with strict: true). For a profile
+// with a problem, or one this package does not know, it is the closed
+// form. FromModel maps the model's arguments back either way.
+func (c *Closed) For(p Profile) (schema json.RawMessage, strict bool) {
+	if problem, ok := c.Problems[p]; ok && problem == "" && c.strict != nil {
+		return c.strict, true
+	}
+	return c.closed, false
+}
+
+// argsRoot returns the schema of the arguments object: the root, or what
+// a root that is a reference refers to (as some generators write a named
+// model).
+func (a *doc) argsRoot() *value {
+	root := a.root
+	for range 64 {
+		r, ok := a.refs[root]
+		if !ok {
+			break
+		}
+		root = r.target
+	}
+	return root
+}
+
+// fields lists the root's properties as JSON pointers, sorted.
+func fields(a *doc) []string {
+	out := []string{}
+	root := a.root
+	if !root.has("properties") {
+		root = a.argsRoot()
+	}
+	props := root.get("properties")
+	if props == nil || props.kind != kindObject {
+		return out
+	}
+	for _, m := range props.obj {
+		out = append(out, "/"+escapeToken(m.name))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func article(k kind) string {
+	switch k {
+	case kindArray, kindObject:
+		return "an " + k.String()
+	case kindNull:
+		return "null"
+	default:
+		return "a " + k.String()
+	}
+}
+
+// Reach marks, for closeObjects.
+const (
+	reachFree   = 1 // reached where closing an object keeps its meaning
+	reachInside = 2 // reached under a composition, left as written
+)
+
+// closeObjects closes, in place, every object schema that can be closed
+// without changing its meaning beyond refusing undeclared properties:
+// one that declares its properties, requires only declared ones, is not a
+// map, and is neither under nor beside a composition (anyOf, oneOf, allOf,
+// not, if/then/else, a $ref with siblings), where closing could refuse
+// what another branch declares or, under oneOf and not, admit what was
+// refused. A schema reached by $ref is closed only if every reference to
+// it is in such a place. The root also gets "type": "object" and
+// "properties": {} when it lacks them: MCP arguments are always an object,
+// and providers want an object schema with properties.
+func closeObjects(a *doc) {
+	reach := map[*value]uint8{}
+	var visit func(s *value, free bool)
+	visit = func(s *value, free bool) {
+		if s.kind != kindObject {
+			return
+		}
+		bit := uint8(reachInside)
+		if free {
+			bit = reachFree
+		}
+		if reach[s]&bit != 0 {
+			return
+		}
+		reach[s] |= bit
+		childFree := free && !composed(a, s)
+		for _, m := range s.obj {
+			v := m.val
+			switch keyword(m.name, a.d) {
+			case clSchemaMap:
+				for _, e := range v.obj {
+					visit(e.val, childFree && !inPlace(m.name))
+				}
+			case clSchema:
+				visit(v, childFree && (m.name == "additionalProperties" || m.name == "additionalItems"))
+			case clSchemaList:
+				for _, e := range v.arr {
+					visit(e, childFree && m.name == "prefixItems")
+				}
+			case clItems:
+				if v.kind == kindArray {
+					for _, e := range v.arr {
+						visit(e, childFree)
+					}
+				} else {
+					visit(v, childFree)
+				}
+			case clDeps:
+				for _, e := range v.obj {
+					visit(e.val, false)
+				}
+			}
+		}
+		if r, ok := a.refs[s]; ok {
+			visit(r.target, free && pureRef(a, s))
+		}
+	}
+	visit(a.root, true)
+	argsRoot := a.argsRoot()
+	for s, r := range reach {
+		if r == reachFree && closable(a, s, s == argsRoot) {
+			s.set("additionalProperties", boolValue(false))
+		}
+	}
+	root := a.root
+	if !root.has("type") && !composed(a, root) {
+		root.obj = append([]member{{name: "type", rawName: `"type"`, val: strValue("object")}}, root.obj...)
+	}
+	if t := root.get("type"); t != nil && t.kind == kindString && t.str == "object" && !root.has("properties") && !composed(a, root) {
+		root.set("properties", &value{kind: kindObject, obj: []member{}})
+	}
+}
+
+// composed reports whether s applies other schemas to its own value: then
+// its properties are not all that decides which names it admits.
+func composed(a *doc, s *value) bool {
+	for _, m := range s.obj {
+		if keyword(m.name, a.d) == clUnknown {
+			continue
+		}
+		if m.name == "$ref" {
+			if !pureRef(a, s) {
+				return true
+			}
+			continue
+		}
+		if inPlace(m.name) || m.name == "unevaluatedProperties" || m.name == "unevaluatedItems" {
+			return true
+		}
+	}
+	return false
+}
+
+// pureRef reports whether the schema s, which has a $ref, means just what
+// it refers to: its other keywords are annotations, or (draft-07 and
+// earlier) ignored beside $ref.
+func pureRef(a *doc, s *value) bool {
+	if a.d == draft07 || a.d == draft06 {
+		return true
+	}
+	for _, m := range s.obj {
+		if m.name != "$ref" && !annotationOnly(m.name, a.d) && keyword(m.name, a.d) != clUnknown {
+			return false
+		}
+	}
+	return true
+}
+
+// closable reports whether the object schema s declares all it admits;
+// isRoot tells whether it is the schema of the arguments object.
+func closable(a *doc, s *value, isRoot bool) bool {
+	if a.refs[s].target != nil || composed(a, s) {
+		return false
+	}
+	if s.has("additionalProperties") || s.has("patternProperties") || s.has("unevaluatedProperties") {
+		return false
+	}
+	props := s.get("properties")
+	if types, ok := typesOf(s); ok {
+		if !contains(types, "object") {
+			return false
+		}
+	} else if props == nil && !isRoot {
+		return false
+	}
+	// An object that declares no properties is a free-form one, except
+	// at the root, where "properties": {} is how SDKs spell a tool that
+	// takes no arguments.
+	if props == nil || len(props.obj) == 0 && !isRoot {
+		return false
+	}
+	for _, n := range s.get("required").arrOrNil() {
+		if props.get(n.str) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// forValidator rewrites, in place, the closed form for
+// github.com/google/jsonschema-go: the dialect named the way the validator
+// knows it, annotations and keywords the dialect does not define removed
+// (they mean nothing to a validator of the dialect, and the validator
+// would read some of them regardless), counts in 32-bit range, patterns
+// in RE2 syntax, 2019-09 tuples in 2020-12 terms. It returns the
+// constraints it had to leave out.
+func forValidator(a *doc) []string {
+	var notes []string
+	var walk func(s *value, ptr path, isRoot bool)
+	walk = func(s *value, ptr path, isRoot bool) {
+		if s.kind != kindObject {
+			return
+		}
+		kept := s.obj[:0]
+		tupleItems := false
+		for _, m := range s.obj {
+			p := append(ptr, m.name)
+			v := m.val
+			switch keyword(m.name, a.d) {
+			case clUnknown, clAnnotation:
+				continue
+			case clIdentity:
+				if !(isRoot && m.name == "$schema") {
+					continue
+				}
+				v = strValue(a.d.checkURI())
+			case clCount:
+				v = numValue(countLiteral(v))
+			case clString:
+				if m.name == "pattern" {
+					if !a.compiles(v.str) {
+						notes = append(notes, (&finding{p.String(), fmt.Sprintf("pattern %s is not checked: it uses regular expression features Go's regexp (RE2) does not have, such as lookaround or backreferences", quote(v.str))}).String())
+						continue
+					}
+					v = strValue(toRE2(v.str))
+				}
+			case clSchema:
+				walk(v, p, false)
+			case clSchemaList:
+				for i, e := range v.arr {
+					walk(e, append(p, strconv.Itoa(i)), false)
+				}
+			case clSchemaMap, clContainer:
+				if m.name == "patternProperties" {
+					renamed := &value{kind: kindObject}
+					for _, e := range v.obj {
+						renamed.obj = append(renamed.obj, member{name: toRE2(e.name), rawName: string(appendQuoted(nil, toRE2(e.name))), val: e.val})
+					}
+					v = renamed
+				}
+				for _, e := range v.obj {
+					walk(e.val, append(p, e.name), false)
+				}
+			case clItems:
+				if v.kind == kindArray {
+					for i, e := range v.arr {
+						walk(e, append(p, strconv.Itoa(i)), false)
+					}
+					if a.d == draft2019 {
+						tupleItems = true
+						m = member{name: "prefixItems", rawName: `"prefixItems"`, val: v}
+					}
+				} else {
+					walk(v, p, false)
+				}
+			case clDeps:
+				for _, e := range v.obj {
+					walk(e.val, append(p, e.name), false)
+				}
+			}
+			kept = append(kept, member{name: m.name, rawName: m.rawName, val: v})
+		}
+		s.obj = kept
+		if a.d == draft2019 {
+			// additionalItems applies after a tuple (as 2020-12's items
+			// does) and is ignored otherwise.
+			ai := s.get("additionalItems")
+			s.del("additionalItems")
+			if tupleItems && ai != nil {
+				s.set("items", ai)
+			}
+		}
+	}
+	walk(a.root, nil, true)
+	if !a.root.has("$schema") {
+		a.root.set("$schema", strValue(a.d.checkURI()))
+	}
+	return notes
+}
+
+// A checker is what Check needs, made on a tool's first Check.
+type checker struct {
+	rs   *jsonschema.Resolved
+	diag *doc // the validator's schema, parsed, for error messages
+}
+
+func (c *Closed) prepare() (*checker, error) {
+	c.once.Do(func() {
+		var s jsonschema.Schema
+		if err := json.Unmarshal(c.check, &s); err != nil {
+			c.ckErr = err
+			return
+		}
+		rs, err := s.Resolve(nil)
+		if err != nil {
+			c.ckErr = err
+			return
+		}
+		p, err := parse(c.check)
+		if err != nil {
+			c.ckErr = err
+			return
+		}
+		c.checker = &checker{rs: rs, diag: analyze(p.v)}
+	})
+	return c.checker, c.ckErr
+}

@@ -1,0 +1,269 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Profile names a model provider's strict-decoding subset of JSON Schema.
+// A strict form that uses anything outside a provider's subset makes the
+// provider refuse the whole request (every tool in it), so a tool is
+// strict-ready for a profile only when its strict form fits entirely.
+type Profile string
+
+const (
+	// OpenAI is OpenAI function calling and Structured Outputs with
+	// strict: true. It is the default profile: Closed.Strict and
+	// Closed.Problem are about it.
+	OpenAI Profile = "openai"
+	// Anthropic is Anthropic's strict tool use (strict: true on a tool).
+	Anthropic Profile = "anthropic"
+)
+
+// Profiles returns every profile this package knows, the default first.
+func Profiles() []Profile { return []Profile{OpenAI, Anthropic} }
+
+func (p Profile) title() string {
+	if p == Anthropic {
+		return "Anthropic"
+	}
+	return "OpenAI"
+}
+
+// The rules below come from the providers' documentation as read in 2026:
+//
+// OpenAI, "Structured Outputs", section "Supported schemas"
+// (platform.openai.com/docs/guides/structured-outputs): types string,
+// number, boolean, integer, object, array, enum, anyOf; string "pattern"
+// and "format" (date-time, time, date, duration, email, hostname, ipv4,
+// ipv6, uuid); number "multipleOf", "maximum", "exclusiveMaximum",
+// "minimum", "exclusiveMinimum"; array "minItems", "maxItems"; the root
+// must be an object and not anyOf; "additionalProperties": false on every
+// object; every property required; at most 5000 object properties and 10
+// levels of nesting; at most 120,000 characters of property names, enum
+// values and const values together; at most 1000 enum values, and an enum
+// of more than 250 strings at most 15,000 characters; composition keywords
+// (allOf, not, if/then/else, dependentRequired, dependentSchemas) and the
+// object and array keywords patternProperties, unevaluatedProperties,
+// propertyNames, minProperties, maxProperties, unevaluatedItems, contains,
+// minContains, maxContains, uniqueItems are not supported. A format
+// outside the list is refused with "'uri' is not a valid format" (as
+// servers using format "uri" reported, e.g. cyanheads/git-mcp-server#47),
+// and OpenAI's own SDK documents that "minLength", "maxLength" and
+// "default" can be rejected in strict mode (openai/openai-node#1988), so
+// this package treats minLength and maxLength as outside the subset and
+// leaves "default" out of strict forms. Assumed where the page is silent:
+// "title" is accepted (the official SDKs send pydantic's titles in strict
+// schemas); nesting counts objects and arrays alike; characters are
+// Unicode code points; a pattern must at least compile as RE2.
+//
+// Anthropic, "Structured outputs", section "JSON Schema limitations"
+// (platform.claude.com/docs/en/build-with-claude/structured-outputs) and
+// "Strict tool use": types object, array, string, integer, number,
+// boolean, null; "enum" of strings, numbers, booleans and nulls; "const";
+// "anyOf"; "allOf" with limits; local "$ref"; "default"; "required" and
+// "additionalProperties": false (no other value); "items" and "minItems"
+// of 0 or 1 only; "format" date-time, time, date, duration, email,
+// hostname, uri, ipv4, ipv6, uuid; "pattern" without backreferences,
+// lookaround or word boundaries. Not supported: recursive schemas,
+// numeric constraints (minimum, maximum, multipleOf, ...), minLength and
+// maxLength, other array constraints. Per request: at most 20 strict
+// tools, 24 optional parameters and 16 parameters that use anyOf or type
+// lists across all strict tools; a tool whose own strict form has more
+// than 16 such parameters can never be sent strict. Assumed: "title" is
+// accepted.
+
+// allowed reports whether profile p accepts keyword name in a strict form.
+func (p Profile) allowed(name string) bool {
+	switch name {
+	case "type", "title", "description", "enum", "const", "anyOf",
+		"properties", "required", "additionalProperties", "items", "minItems", "pattern", "format":
+		return true
+	case "maxItems", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
+		return p == OpenAI
+	}
+	return false
+}
+
+// format reports whether profile p accepts string format f.
+func (p Profile) format(f string) bool {
+	switch f {
+	case "date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid":
+		return true
+	case "uri":
+		return p == Anthropic
+	}
+	return false
+}
+
+func (p Profile) formats() string {
+	if p == Anthropic {
+		return "date-time, time, date, duration, email, hostname, uri, ipv4, ipv6, uuid"
+	}
+	return "date-time, time, date, duration, email, hostname, ipv4, ipv6, uuid"
+}
+
+// OpenAI's documented size limits.
+const (
+	openAIMaxDepth      = 10
+	openAIMaxProperties = 5000
+	openAIMaxEnumValues = 1000
+	openAIMaxChars      = 120000
+	openAIBigEnum       = 250   // an enum of more strings than this ...
+	openAIBigEnumChars  = 15000 // ... may hold at most this many characters
+	// anthropicMaxUnions is Anthropic's limit on parameters that use anyOf
+	// or a type list, across the strict tools of one request.
+	anthropicMaxUnions = 16
+)
+
+// A profileCheck walks a strict form and stops at the first thing profile
+// p does not accept.
+type profileCheck struct {
+	p                       Profile
+	a                       *doc // for its cache of compiled patterns
+	props, enums, chars, un int
+	prob                    *finding
+}
+
+func (c *profileCheck) fail(ptr, format string, args ...any) {
+	if c.prob == nil {
+		c.prob = &finding{ptr, fmt.Sprintf(format, args...)}
+	}
+}
+
+// checkProfile returns why the strict form v of the document a is not
+// ready for p, or "".
+func checkProfile(p Profile, a *doc, v *value) string {
+	c := &profileCheck{p: p, a: a}
+	c.walk(v, 0)
+	if c.prob == nil && p == OpenAI {
+		switch {
+		case c.props > openAIMaxProperties:
+			c.fail("", "%d object properties, more than the %d OpenAI strict mode allows", c.props, openAIMaxProperties)
+		case c.enums > openAIMaxEnumValues:
+			c.fail("", "%d enum values, more than the %d OpenAI strict mode allows", c.enums, openAIMaxEnumValues)
+		case c.chars > openAIMaxChars:
+			c.fail("", "%d characters of property names, enum and const values, more than the %d OpenAI strict mode allows", c.chars, openAIMaxChars)
+		}
+	}
+	if c.prob == nil {
+		return ""
+	}
+	return c.prob.String()
+}
+
+func (c *profileCheck) walk(s *value, depth int) {
+	if c.prob != nil {
+		return
+	}
+	if types, ok := typesOf(s); ok && (contains(types, "object") || contains(types, "array")) {
+		depth++
+		if c.p == OpenAI && depth > openAIMaxDepth {
+			c.fail(s.src, "more than %d levels of nesting, which OpenAI strict mode does not allow", openAIMaxDepth)
+			return
+		}
+	}
+	for _, m := range s.obj {
+		// The keyword's pointer, written out only for a problem.
+		kp := func() string { return s.src + "/" + escapeToken(m.name) }
+		if !c.p.allowed(m.name) {
+			c.fail(kp(), "keyword %s is not supported by %s strict mode", quote(m.name), c.p.title())
+			return
+		}
+		v := m.val
+		switch m.name {
+		case "type":
+			if v.kind == kindArray && len(v.arr) > 1 {
+				c.union(s)
+			}
+		case "anyOf":
+			c.union(s)
+			for _, b := range v.arr {
+				c.walk(b, depth)
+			}
+		case "properties":
+			for _, p := range v.obj {
+				c.props++
+				c.chars += utf8.RuneCountInString(p.name)
+				c.walk(p.val, depth)
+			}
+		case "items":
+			c.walk(v, depth)
+		case "format":
+			if !c.p.format(v.str) {
+				c.fail(kp(), "format %s is not one %s strict mode accepts (it accepts %s)", quote(v.str), c.p.title(), c.p.formats())
+			}
+		case "pattern":
+			if !c.a.compiles(v.str) {
+				c.fail(kp(), "pattern %s uses regular expression features (such as lookaround or backreferences) that strict decoding does not support", quote(v.str))
+			} else if c.p == Anthropic && wordBoundary(v.str) {
+				c.fail(kp(), "pattern %s uses a word boundary (\\b or \\B), which Anthropic strict mode does not support", quote(v.str))
+			}
+		case "minItems":
+			if c.p == Anthropic {
+				if n, ok := v.number(); !ok || !n.IsInt() || n.Num().Int64() > 1 || n.Num().Sign() < 0 {
+					c.fail(kp(), "minItems %s: Anthropic strict mode supports only 0 and 1", v.raw)
+				}
+			}
+		case "enum":
+			c.enumValues(kp, v.arr, true)
+		case "const":
+			c.enumValues(kp, []*value{v}, false)
+		}
+		if c.prob != nil {
+			return
+		}
+	}
+}
+
+// union counts a parameter that uses anyOf or a type list.
+func (c *profileCheck) union(s *value) {
+	c.un++
+	if c.p == Anthropic && c.un > anthropicMaxUnions {
+		c.fail(s.src, "more than %d parameters use anyOf or a type list (optional properties become nullable ones), more than Anthropic strict mode allows", anthropicMaxUnions)
+	}
+}
+
+// enumValues checks the values of an enum (or, with isEnum false, a
+// const) and counts them towards the limits.
+func (c *profileCheck) enumValues(ptr func() string, vals []*value, isEnum bool) {
+	strs, chars := 0, 0
+	for _, v := range vals {
+		switch v.kind {
+		case kindObject, kindArray:
+			c.fail(ptr(), "enum and const values must be strings, numbers, booleans or null in %s strict mode", c.p.title())
+			return
+		case kindString:
+			strs++
+			chars += utf8.RuneCountInString(v.str)
+		}
+	}
+	if isEnum {
+		c.enums += len(vals)
+	}
+	c.chars += chars
+	if c.p == OpenAI && strs > openAIBigEnum && chars > openAIBigEnumChars {
+		c.fail(ptr(), "an enum of %d strings holding %d characters; OpenAI strict mode allows at most %d characters in an enum of more than %d strings", strs, chars, openAIBigEnumChars, openAIBigEnum)
+	}
+}
+
+// wordBoundary reports whether a pattern uses \b or \B outside a
+// character class (inside one, \b is a backspace).
+func wordBoundary(p string) bool {
+	inClass := false
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			if i+1 < len(p) && !inClass && strings.IndexByte("bB", p[i+1]) >= 0 {
+				return true
+			}
+			i++
+		case '[':
+			inClass = true
+		case ']':
+			inClass = false
+		}
+	}
+	return false
+}

@@ -1,0 +1,279 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// asModel writes args the way a model decoding the strict form sends
+// them: every optional property it leaves out is present as null.
+func asModel(v *value, m *nullMap) {
+	if m == nil {
+		return
+	}
+	switch v.kind {
+	case kindObject:
+		for name := range m.optional {
+			if v.get(name) == nil {
+				v.obj = append(v.obj, member{name: name, val: nullValue()})
+			}
+		}
+		for _, mem := range v.obj {
+			asModel(mem.val, m.props[mem.name])
+		}
+	case kindArray:
+		for _, e := range v.arr {
+			asModel(e, m.items)
+		}
+	}
+}
+
+// validStrict validates args against a strict form with the validator
+// (its patterns, written for providers in ECMA-262 syntax, rewritten for
+// RE2).
+func validStrict(t *testing.T, form json.RawMessage, args []byte) error {
+	t.Helper()
+	p, err := parse(form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re2Patterns(p.v)
+	var s jsonschema.Schema
+	if err := json.Unmarshal(encode(p.v), &s); err != nil {
+		t.Fatalf("the strict form does not unmarshal: %v", err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatalf("the strict form does not resolve: %v", err)
+	}
+	var inst any
+	if err := json.Unmarshal(args, &inst); err != nil {
+		t.Fatal(err)
+	}
+	return rs.Validate(inst)
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// roundTrip proves, for arguments valid under the original schema, that
+// the model's strict-form version of them is valid under the strict form,
+// and that FromModel turns it back into exactly them, which Check passes.
+func roundTrip(t *testing.T, id string, c *Closed, args []byte) {
+	t.Helper()
+	if err := c.Check(args); err != nil {
+		t.Errorf("%s: valid arguments %s refused: %v", id, args, err)
+		return
+	}
+	if c.strict == nil {
+		return
+	}
+	p, err := parse(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asModel(p.v, c.nulls)
+	model := encode(p.v)
+	offered := false
+	for _, pr := range Profiles() {
+		if _, ok := c.For(pr); ok {
+			offered = true
+		}
+	}
+	// A strict form offered to no profile may use what the validator
+	// cannot read either (a lookahead pattern, say); FromModel is still
+	// tested below.
+	if offered {
+		if err := validStrict(t, c.strict, model); err != nil {
+			t.Errorf("%s: the strict form refuses the model's version %s of valid arguments: %v", id, model, err)
+			return
+		}
+	}
+	back, err := c.FromModel(model)
+	if err != nil {
+		t.Errorf("%s: FromModel(%s): %v", id, model, err)
+		return
+	}
+	if !jsonEqual(t, back, args) {
+		t.Errorf("%s: FromModel(%s) = %s, want %s", id, model, back, args)
+	}
+	if err := c.Check(back); err != nil {
+		t.Errorf("%s: Check(FromModel(%s)): %v", id, model, err)
+	}
+}
+
+// TestCorpusArguments checks, for every corpus schema, the hand-written
+// arguments in testdata/corpus_args.json: the valid ones pass Check and,
+// where there is a strict form, survive the null round trip; the invalid
+// ones are refused at the expected place.
+func TestCorpusArguments(t *testing.T) {
+	var cases map[string]struct {
+		Valid   []json.RawMessage `json:"valid"`
+		Invalid []struct {
+			Args    json.RawMessage `json:"args"`
+			Pointer string          `json:"pointer"`
+		} `json:"invalid"`
+	}
+	readJSON(t, "corpus_args.json", &cases)
+	for _, s := range corpus(t) {
+		t.Run(s.ID, func(t *testing.T) {
+			tc, ok := cases[s.ID]
+			if !ok || len(tc.Valid) == 0 {
+				t.Fatalf("testdata/corpus_args.json has no valid arguments for %s", s.ID)
+			}
+			c, err := Close(s.Schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range tc.Valid {
+				roundTrip(t, s.ID, c, a)
+			}
+			if c.strict != nil {
+				for _, a := range generate(t, s.Schema) {
+					roundTrip(t, s.ID+" (generated)", c, a)
+				}
+			}
+			for _, bad := range tc.Invalid {
+				err := c.Check(bad.Args)
+				var ae *ArgumentError
+				if !errors.As(err, &ae) {
+					t.Errorf("Check(%s) = %v, want an *ArgumentError", bad.Args, err)
+					continue
+				}
+				if ae.Pointer != bad.Pointer {
+					t.Errorf("Check(%s): pointer %q, want %q (%v)", bad.Args, ae.Pointer, bad.Pointer, err)
+				}
+			}
+		})
+	}
+}
+
+// generate makes two argument sets valid under a simple schema: one with
+// only the required properties and one with all of them. It knows types,
+// enum, const, bounds, lengths, minItems, formats and local $refs, which
+// is all the reference servers and the strict-ready corpus schemas use.
+func generate(t *testing.T, schema json.RawMessage) [][]byte {
+	t.Helper()
+	p, err := parse(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := analyze(p.v)
+	g := generator{a: a}
+	var out [][]byte
+	for _, all := range []bool{false, true} {
+		g.all = all
+		v := g.value(p.v, 0)
+		if v.kind != kindObject {
+			v = &value{kind: kindObject}
+		}
+		out = append(out, encode(v))
+	}
+	return out
+}
+
+type generator struct {
+	a   *doc
+	all bool
+}
+
+func (g generator) value(s *value, depth int) *value {
+	if r, ok := g.a.refs[s]; ok {
+		s = r.target
+	}
+	if depth > 8 || s.kind == kindBool {
+		return nullValue()
+	}
+	if c := s.get("const"); c != nil {
+		return c
+	}
+	if e := s.get("enum"); e != nil && len(e.arr) > 0 {
+		for _, v := range e.arr {
+			if v.kind != kindNull {
+				return v
+			}
+		}
+		return e.arr[0]
+	}
+	for _, kw := range []string{"anyOf", "oneOf"} {
+		if l := s.get(kw).arrOrNil(); len(l) > 0 {
+			return g.value(l[0], depth+1)
+		}
+	}
+	types, ok := typesOf(s)
+	if !ok {
+		types = []string{"object"}
+	}
+	switch types[0] {
+	case "string":
+		if f := s.get("format"); f != nil {
+			switch f.str {
+			case "uri":
+				return strValue("https://example.com/x")
+			case "date-time":
+				return strValue("2026-01-02T03:04:05Z")
+			case "email":
+				return strValue("a@example.com")
+			}
+		}
+		n := 1
+		if m := s.get("minLength"); m != nil {
+			fmt.Sscan(m.raw, &n)
+		}
+		return strValue(strings.Repeat("x", max(n, 1)))
+	case "integer", "number":
+		if m := s.get("minimum"); m != nil {
+			return numValue(m.raw)
+		}
+		if m := s.get("maximum"); m != nil {
+			return numValue(m.raw)
+		}
+		return numValue("1")
+	case "boolean":
+		return boolValue(true)
+	case "null":
+		return nullValue()
+	case "array":
+		out := &value{kind: kindArray, arr: []*value{}}
+		n := 0
+		if m := s.get("minItems"); m != nil {
+			fmt.Sscan(m.raw, &n)
+		}
+		if g.all {
+			n = max(n, 1)
+		}
+		for range n {
+			if items := s.get("items"); items != nil {
+				out.arr = append(out.arr, g.value(items, depth+1))
+			}
+		}
+		return out
+	default:
+		out := &value{kind: kindObject, obj: []member{}}
+		required := map[string]bool{}
+		for _, n := range s.get("required").arrOrNil() {
+			required[n.str] = true
+		}
+		for _, m := range s.get("properties").objOrNil() {
+			if g.all || required[m.name] {
+				out.obj = append(out.obj, member{name: m.name, val: g.value(m.val, depth+1)})
+			}
+		}
+		return out
+	}
+}

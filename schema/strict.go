@@ -1,0 +1,847 @@
+package schema
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// maxOneOf bounds the branches of a oneOf whose disjointness is checked,
+// pair by pair.
+const maxOneOf = 64
+
+// strictBudget bounds the schemas a strict form may hold. Inlining a $ref
+// copies what it refers to, so a few hundred bytes of nested references
+// could otherwise ask for exponential work; real tools need a few dozen.
+const strictBudget = 20000
+
+// A nullMap says, for one position of the arguments, which properties
+// were optional in the original schema (a null the model sends for one is
+// removed, so the server sees it omitted) and where to look deeper.
+type nullMap struct {
+	optional map[string]bool
+	props    map[string]*nullMap // for the properties of an object value
+	items    *nullMap            // for every element of an array value
+}
+
+// empty reports whether m removes nothing anywhere.
+func (m *nullMap) empty() bool {
+	return m == nil || len(m.optional) == 0 && len(m.props) == 0 && m.items == nil
+}
+
+// apply removes, in place, the nulls the model sent for optional
+// properties, and reports whether it removed any.
+func (m *nullMap) apply(v *value) bool {
+	if m == nil {
+		return false
+	}
+	changed := false
+	switch v.kind {
+	case kindObject:
+		kept := v.obj[:0:0]
+		for _, mem := range v.obj {
+			if m.optional[mem.name] && mem.val.kind == kindNull {
+				changed = true
+				continue
+			}
+			if sub := m.props[mem.name]; sub != nil && sub.apply(mem.val) {
+				changed = true
+			}
+			kept = append(kept, mem)
+		}
+		if changed {
+			v.obj = kept
+		}
+	case kindArray:
+		if m.items != nil {
+			for _, e := range v.arr {
+				if m.items.apply(e) {
+					changed = true
+				}
+			}
+		}
+	}
+	return changed
+}
+
+// A stricter makes the strict form of a schema: every object closed, every
+// property required, each property that was optional made nullable (a
+// null for it is removed again by FromModel). It gives up, with the first
+// reason, wherever that form could not keep the original's meaning.
+type stricter struct {
+	a      *doc
+	budget int
+	active map[*value]bool // references being inlined, to refuse recursion
+	nulls  map[*value]bool // refusesNull's answers, which are asked again and again
+	prob   *finding
+}
+
+func (x *stricter) fail(ptr, format string, args ...any) {
+	if x.prob == nil {
+		x.prob = &finding{ptr, fmt.Sprintf(format, args...)}
+	}
+}
+
+// strictForm returns the strict form of the document's root schema and the
+// null map for FromModel, or the first reason there is none.
+func strictForm(a *doc) (*value, *nullMap, *finding) {
+	x := &stricter{a: a, budget: strictBudget, active: map[*value]bool{}, nulls: map[*value]bool{}}
+	v, nm := x.schema(a.root, "", true, false)
+	if x.prob != nil {
+		return nil, nil, x.prob
+	}
+	if nm.empty() {
+		nm = nil
+	}
+	return v, nm, nil
+}
+
+// keep reports whether a keyword of the original goes into the strict form
+// as written. What is dropped has no validation meaning (annotations other
+// than the title and description the model reads; identifiers; the
+// containers whose references are inlined; keywords the dialect does not
+// define, which its validators ignore).
+func (x *stricter) keep(name string) bool {
+	switch keyword(name, x.a.d) {
+	case clUnknown, clContainer, clIdentity, clRef:
+		return false
+	case clAnnotation:
+		return name == "title" || name == "description" || name == "format"
+	}
+	return true
+}
+
+// schema returns the strict form of s, which sits at ptr in the original.
+// inComp is set under anyOf and oneOf, where nothing may change: a branch
+// must already be strict.
+func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nullMap) {
+	if x.prob != nil {
+		return nil, nil
+	}
+	if x.budget--; x.budget < 0 {
+		x.fail("", "the strict form would hold more than %d schemas (its $refs are inlined), which is more than mcphost makes", strictBudget)
+		return nil, nil
+	}
+	if s.kind == kindBool {
+		if s.b {
+			x.fail(ptr, "untyped value (the schema true admits any JSON value), and strict mode needs a type")
+		} else {
+			x.fail(ptr, "the schema false admits nothing, which strict mode cannot express")
+		}
+		return nil, nil
+	}
+	if r, ok := x.a.refs[s]; ok {
+		return x.ref(s, r, ptr, root, inComp)
+	}
+	if s.has("allOf") && keyword("allOf", x.a.d) != clUnknown {
+		x.fail(ptr+"/allOf", "allOf is left as written: closing its branches, or merging them, could change what they admit")
+		return nil, nil
+	}
+	if s.has("anyOf") || s.has("oneOf") {
+		if root {
+			x.fail(ptr, "the root is a composition (anyOf/oneOf), not an object, and strict mode needs an object root")
+			return nil, nil
+		}
+		return x.union(s, ptr, inComp)
+	}
+	types, typed := typesOf(s)
+	if !typed {
+		switch derived, ok := typesFromValues(s); {
+		case root:
+			// MCP arguments are always an object, so a root without a
+			// type means one.
+			types = []string{"object"}
+		case ok:
+			types = derived
+		default:
+			x.fail(ptr, "untyped value: it admits any JSON value, and strict mode needs a type")
+			return nil, nil
+		}
+	}
+	var nonNull []string
+	for _, t := range types {
+		if t != "null" {
+			nonNull = append(nonNull, t)
+		}
+	}
+	if root && (len(types) != 1 || types[0] != "object") {
+		x.fail(ptr+"/type", "the root is not an object schema (type %s), and strict mode needs an object root", short(typeValue(types)))
+		return nil, nil
+	}
+	if len(nonNull) > 1 {
+		return x.split(s, ptr, types, inComp)
+	}
+	out := &value{kind: kindObject, src: ptr}
+	var nm *nullMap
+	t := "null"
+	if len(nonNull) == 1 {
+		t = nonNull[0]
+	}
+	switch t {
+	case "object":
+		nm = x.object(s, ptr, root, inComp, out)
+	case "array":
+		nm = x.array(s, ptr, inComp, out)
+	default:
+		x.copyKept(s, out, t, nil)
+	}
+	if x.prob != nil {
+		return nil, nil
+	}
+	if !typed {
+		out.obj = append([]member{{name: "type", rawName: `"type"`, val: typeValue(types)}}, out.obj...)
+	}
+	return out, nm
+}
+
+// copyKept copies into out the members of s that keep, in order; override
+// supplies the members it rewrites (by name), written in their place. With
+// t set, keywords that constrain only other types than t are dropped too:
+// they constrain nothing here.
+func (x *stricter) copyKept(s, out *value, t string, override map[string]*value) {
+	for _, m := range s.obj {
+		if v, ok := override[m.name]; ok {
+			if v != nil {
+				out.obj = append(out.obj, member{name: m.name, rawName: m.rawName, val: v})
+			}
+			delete(override, m.name)
+			continue
+		}
+		if x.keep(m.name) && (t == "" || !onlyForOthers(m.name, t)) {
+			out.obj = append(out.obj, m)
+		}
+	}
+}
+
+// onlyForOthers reports whether a keyword constrains only types other
+// than t.
+func onlyForOthers(name, t string) bool {
+	if forType(name, t) || t == "integer" && forType(name, "number") {
+		return false
+	}
+	for _, u := range []string{"string", "number", "array", "object"} {
+		if forType(name, u) {
+			return true
+		}
+	}
+	return false
+}
+
+// ref inlines a reference: the strict form of what it refers to, with the
+// title and description written beside the $ref (they describe this use).
+func (x *stricter) ref(s *value, r ref, ptr string, root, inComp bool) (*value, *nullMap) {
+	if x.a.d != draft07 && x.a.d != draft06 {
+		// Since 2019-09, keywords beside $ref apply as well; draft-07
+		// ignores them. Annotations can be folded into the inlined
+		// schema; anything else would have to be merged with it.
+		for _, m := range s.obj {
+			if m.name != "$ref" && !annotationOnly(m.name, x.a.d) && keyword(m.name, x.a.d) != clUnknown {
+				x.fail(ptr+"/"+escapeToken(m.name), "%s beside $ref would have to be merged into the referenced schema, which could change its meaning", quote(m.name))
+				return nil, nil
+			}
+		}
+	}
+	if x.active[r.target] {
+		x.fail(ptr+"/$ref", "recursive reference to %s: mcphost inlines references and cannot inline a recursive one", quote("#"+r.ptr))
+		return nil, nil
+	}
+	x.active[r.target] = true
+	// A root that is a reference (as some generators write a named
+	// model) is the root still.
+	v, nm := x.schema(r.target, r.ptr, root, inComp)
+	delete(x.active, r.target)
+	if v == nil {
+		return nil, nil
+	}
+	for _, name := range []string{"title", "description"} {
+		if d := s.get(name); d != nil && d.kind == kindString {
+			v.set(name, d)
+		}
+	}
+	return v, nm
+}
+
+// object makes the strict form of an object schema into out.
+func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *nullMap {
+	props := s.get("properties")
+	ap := s.get("additionalProperties")
+	if s.has("patternProperties") {
+		x.fail(ptr+"/patternProperties", "free-form map (patternProperties): strict mode closes every object, which would refuse the names the patterns admit")
+		return nil
+	}
+	if ap != nil && (ap.kind != kindBool || ap.b) {
+		x.fail(ptr+"/additionalProperties", "free-form map (additionalProperties is %s): closing it would refuse the entries it admits", describeSchema(ap))
+		return nil
+	}
+	closed := ap != nil
+	if !closed && (props == nil || len(props.obj) == 0 && !root) {
+		x.fail(ptr, "free-form object: it declares no properties and does not forbid others, so it may hold any; closing it would refuse them")
+		return nil
+	}
+	if !closed && inComp {
+		x.fail(ptr, "object inside anyOf/oneOf that is not closed: closing it there could change which branch a value matches, so the composition is left as written")
+		return nil
+	}
+	req := s.get("required").arrOrNil()
+	declared := props.get
+	if len(props.objOrNil()) > 16 {
+		// Linear lookups are cheaper for the small objects most are.
+		names := make(map[string]*value, len(props.obj))
+		for _, m := range props.obj {
+			names[m.name] = m.val
+		}
+		declared = func(n string) *value { return names[n] }
+	}
+	required := make(map[string]bool, len(req))
+	for _, n := range req {
+		if declared(n.str) == nil {
+			x.fail(ptr+"/required", "%s is required but not declared in properties, so a closed object would refuse it", quote(n.str))
+			return nil
+		}
+		required[n.str] = true
+	}
+	nm := &nullMap{}
+	newProps := &value{kind: kindObject, obj: []member{}}
+	names := &value{kind: kindArray, arr: []*value{}}
+	if props != nil {
+		for _, m := range props.obj {
+			pp := ptr + "/properties/" + escapeToken(m.name)
+			child, cnm := x.schema(m.val, pp, false, inComp)
+			if child == nil {
+				return nil
+			}
+			if !required[m.name] {
+				if inComp {
+					x.fail(pp, "optional property inside anyOf/oneOf: making it required and nullable there could change which branch a value matches")
+					return nil
+				}
+				if !x.refusesNull(m.val, 0) {
+					x.fail(pp, "optional property that admits null: omitting it and sending null mean different things, and a strict form (where every property is sent, null standing for omitted) cannot tell them apart")
+					return nil
+				}
+				child = nullable(child)
+				if nm.optional == nil {
+					nm.optional = map[string]bool{}
+				}
+				nm.optional[m.name] = true
+			}
+			if !cnm.empty() {
+				if nm.props == nil {
+					nm.props = map[string]*nullMap{}
+				}
+				nm.props[m.name] = cnm
+			}
+			newProps.obj = append(newProps.obj, member{name: m.name, rawName: m.rawName, val: child})
+			names.arr = append(names.arr, &value{kind: kindString, str: m.name, raw: m.rawName})
+		}
+	}
+	x.copyKept(s, out, "object", map[string]*value{
+		"properties":           newProps,
+		"required":             names,
+		"additionalProperties": boolValue(false),
+	})
+	if props == nil {
+		out.set("properties", newProps)
+	}
+	if !s.has("required") {
+		out.set("required", names)
+	}
+	if !s.has("additionalProperties") {
+		out.set("additionalProperties", boolValue(false))
+	}
+	if len(nm.optional) == 0 && len(nm.props) == 0 {
+		return nil
+	}
+	return nm
+}
+
+// array makes the strict form of an array schema into out.
+func (x *stricter) array(s *value, ptr string, inComp bool, out *value) *nullMap {
+	items := s.get("items")
+	if s.has("prefixItems") && keyword("prefixItems", x.a.d) != clUnknown || items != nil && items.kind == kindArray {
+		x.fail(ptr, "tuple (a list of item schemas): strict mode has no tuples")
+		return nil
+	}
+	if items == nil {
+		x.fail(ptr, "array whose items are untyped: they may be any JSON value, and strict mode needs a type")
+		return nil
+	}
+	child, cnm := x.schema(items, ptr+"/items", false, inComp)
+	if child == nil {
+		return nil
+	}
+	x.copyKept(s, out, "array", map[string]*value{"items": child})
+	if cnm.empty() {
+		return nil
+	}
+	return &nullMap{items: cnm}
+}
+
+// union makes the strict form of an anyOf or oneOf. Its branches must
+// already be strict (closed objects, nothing optional): closing or
+// loosening a branch could change which branch a value matches. A oneOf
+// is offered as anyOf, which strict mode has, when no value can match two
+// of its branches: then the two admit the same values.
+func (x *stricter) union(s *value, ptr string, inComp bool) (*value, *nullMap) {
+	if s.has("anyOf") && s.has("oneOf") {
+		x.fail(ptr, "anyOf and oneOf together are left as written")
+		return nil, nil
+	}
+	kw := "anyOf"
+	if s.has("oneOf") {
+		kw = "oneOf"
+	}
+	list := s.get(kw)
+	types, typed := typesOf(s)
+	for _, m := range s.obj {
+		switch {
+		case m.name == kw || m.name == "type" || m.name == "title" || m.name == "description" || !x.keep(m.name):
+		default:
+			x.fail(ptr+"/"+escapeToken(m.name), "%s beside %s would have to be merged into every branch, so the composition is left as written", quote(m.name), kw)
+			return nil, nil
+		}
+	}
+	out := &value{kind: kindObject, src: ptr}
+	branches := &value{kind: kindArray}
+	for i, b := range list.arr {
+		bp := ptr + "/" + kw + "/" + strconv.Itoa(i)
+		child, _ := x.schema(b, bp, false, true)
+		if child == nil {
+			return nil, nil
+		}
+		if typed {
+			bt, ok := x.branchTypes(b)
+			if !ok || !subset(bt, types) {
+				x.fail(ptr+"/type", "type beside %s would have to be merged into every branch, so the composition is left as written", kw)
+				return nil, nil
+			}
+		}
+		branches.arr = append(branches.arr, child)
+	}
+	if kw == "oneOf" {
+		if len(list.arr) > maxOneOf {
+			x.fail(ptr+"/oneOf", "oneOf with %d branches: mcphost proves branches disjoint pairwise only for up to %d", len(list.arr), maxOneOf)
+			return nil, nil
+		}
+		for i := range list.arr {
+			for j := i + 1; j < len(list.arr); j++ {
+				if !x.disjoint(list.arr[i], list.arr[j]) {
+					x.fail(ptr+"/oneOf", "oneOf whose branches %d and %d may overlap: offered as anyOf, a value matching both would be admitted, which oneOf refuses", i, j)
+					return nil, nil
+				}
+			}
+		}
+	}
+	// The type beside the composition is implied by every branch, so
+	// dropping it admits the same values.
+	x.copyKept(s, out, "", map[string]*value{kw: nil, "type": nil})
+	out.set("anyOf", branches)
+	return out, nil
+}
+
+// split makes the strict form of a schema whose type lists several types:
+// an anyOf with one branch per type, each holding the keywords that
+// constrain that type (keywords for one type do not constrain others, so
+// the union admits the same values). Strict mode documents type lists
+// only for [T, "null"].
+func (x *stricter) split(s *value, ptr string, types []string, inComp bool) (*value, *nullMap) {
+	for _, m := range s.obj {
+		switch m.name {
+		case "type", "enum", "const", "title", "description":
+			continue
+		}
+		if x.keep(m.name) && !onlyForOthers(m.name, "null") {
+			// A keyword for every type (not, if, ...) would have to go
+			// into every branch.
+			x.fail(ptr+"/"+escapeToken(m.name), "%s beside a list of types would have to be merged into a branch for each type, so the schema is left as written", quote(m.name))
+			return nil, nil
+		}
+	}
+	out := &value{kind: kindObject, src: ptr}
+	branches := &value{kind: kindArray}
+	nm := &nullMap{}
+	enum, cnst := s.get("enum"), s.get("const")
+	seen := map[string]bool{}
+	for _, t := range types {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		synth := &value{kind: kindObject, obj: []member{{name: "type", rawName: `"type"`, val: strValue(t)}}}
+		if enum != nil {
+			vals := &value{kind: kindArray}
+			for _, e := range enum.arr {
+				if ofType(e, t) {
+					vals.arr = append(vals.arr, e)
+				}
+			}
+			if len(vals.arr) == 0 {
+				continue
+			}
+			synth.set("enum", vals)
+		}
+		if cnst != nil {
+			if !ofType(cnst, t) {
+				continue
+			}
+			synth.set("const", cnst)
+		}
+		for _, m := range s.obj {
+			if forType(m.name, t) {
+				synth.obj = append(synth.obj, m)
+			}
+		}
+		child, cnm := x.schema(synth, ptr, false, inComp)
+		if child == nil {
+			return nil, nil
+		}
+		child.src = ptr
+		switch {
+		case cnm.empty():
+		case t == "object":
+			nm.optional, nm.props = cnm.optional, cnm.props
+		case t == "array":
+			nm.items = cnm.items
+		}
+		branches.arr = append(branches.arr, child)
+	}
+	for _, m := range s.obj {
+		if m.name == "title" || m.name == "description" {
+			out.obj = append(out.obj, m)
+		}
+	}
+	out.set("anyOf", branches)
+	if nm.empty() {
+		return out, nil
+	}
+	return out, nm
+}
+
+// nullable makes a strict-form schema also admit null, the way the
+// providers document it: a type list with "null" (and null added to an
+// enum, which would refuse it otherwise), or an anyOf with a null branch.
+func nullable(v *value) *value {
+	onlyAnyOf := v.has("anyOf")
+	for _, m := range v.obj {
+		if m.name != "anyOf" && m.name != "title" && m.name != "description" {
+			onlyAnyOf = false
+		}
+	}
+	if onlyAnyOf {
+		list := v.get("anyOf")
+		v.set("anyOf", &value{kind: kindArray, arr: append(list.arr[:len(list.arr):len(list.arr)], nullSchema())})
+		return v
+	}
+	if t := v.get("type"); t != nil && !v.has("const") && !v.has("anyOf") {
+		switch t.kind {
+		case kindString:
+			v.set("type", &value{kind: kindArray, arr: []*value{t, strValue("null")}})
+		case kindArray:
+			v.set("type", &value{kind: kindArray, arr: append(t.arr[:len(t.arr):len(t.arr)], strValue("null"))})
+		}
+		if e := v.get("enum"); e != nil {
+			v.set("enum", &value{kind: kindArray, arr: append(e.arr[:len(e.arr):len(e.arr)], nullValue())})
+		}
+		return v
+	}
+	return &value{kind: kindObject, src: v.src, obj: []member{{name: "anyOf", rawName: `"anyOf"`, val: &value{kind: kindArray, arr: []*value{v, nullSchema()}}}}}
+}
+
+func nullSchema() *value {
+	return &value{kind: kindObject, obj: []member{{name: "type", rawName: `"type"`, val: strValue("null")}}}
+}
+
+// refusesNull reports whether schema s certainly refuses null. It errs
+// towards "may admit", which only ever costs strictness.
+func (x *stricter) refusesNull(s *value, depth int) bool {
+	if depth > 64 {
+		return false
+	}
+	known, seen := x.nulls[s]
+	if seen {
+		return known
+	}
+	x.nulls[s] = false // asked again while answering: may admit
+	r := x.refuses(s, depth)
+	x.nulls[s] = r
+	return r
+}
+
+func (x *stricter) refuses(s *value, depth int) bool {
+	if s.kind == kindBool {
+		return !s.b
+	}
+	if r, ok := x.a.refs[s]; ok {
+		if x.refusesNull(r.target, depth+1) {
+			return true
+		}
+		if x.a.d == draft07 || x.a.d == draft06 {
+			return false // the siblings of $ref are ignored
+		}
+	}
+	if types, ok := typesOf(s); ok && !contains(types, "null") {
+		return true
+	}
+	if e := s.get("enum"); e != nil && e.kind == kindArray {
+		admits := false
+		for _, v := range e.arr {
+			if v.kind == kindNull {
+				admits = true
+			}
+		}
+		if !admits {
+			return true
+		}
+	}
+	if c := s.get("const"); c != nil && c.kind != kindNull {
+		return true
+	}
+	for _, kw := range []string{"anyOf", "oneOf"} {
+		if l := s.get(kw); l != nil && l.kind == kindArray && len(l.arr) > 0 {
+			all := true
+			for _, b := range l.arr {
+				if !x.refusesNull(b, depth+1) {
+					all = false
+				}
+			}
+			if all {
+				return true
+			}
+		}
+	}
+	if l := s.get("allOf"); l != nil && l.kind == kindArray {
+		for _, b := range l.arr {
+			if x.refusesNull(b, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// branchTypes returns the types a composition branch admits, following a
+// reference.
+func (x *stricter) branchTypes(b *value) ([]string, bool) {
+	for range 64 {
+		r, ok := x.a.refs[b]
+		if !ok {
+			break
+		}
+		b = r.target
+	}
+	if t, ok := typesOf(b); ok {
+		return t, true
+	}
+	return typesFromValues(b)
+}
+
+// disjoint reports whether no value can match both a and b, as far as
+// their types, closed properties and constant values show it.
+func (x *stricter) disjoint(a, b *value) bool {
+	for range 64 {
+		r, ok := x.a.refs[a]
+		if !ok {
+			break
+		}
+		a = r.target
+	}
+	for range 64 {
+		r, ok := x.a.refs[b]
+		if !ok {
+			break
+		}
+		b = r.target
+	}
+	ta, oka := x.branchTypes(a)
+	tb, okb := x.branchTypes(b)
+	if oka && okb && !overlap(ta, tb) {
+		return true
+	}
+	// Two closed objects, one of which requires a property the other
+	// cannot have.
+	if x.requiresForeign(a, b) || x.requiresForeign(b, a) {
+		return true
+	}
+	// Two sets of constant values with nothing in common.
+	va, oka := constants(a)
+	vb, okb := constants(b)
+	if oka && okb {
+		for _, u := range va {
+			for _, w := range vb {
+				if equal(u, w) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// requiresForeign reports whether a requires a property that the closed
+// object b does not declare.
+func (x *stricter) requiresForeign(a, b *value) bool {
+	ap := b.get("additionalProperties")
+	if ap == nil || ap.kind != kindBool || ap.b || b.has("patternProperties") {
+		return false
+	}
+	if t, ok := typesOf(a); !ok || !contains(t, "object") || len(t) != 1 {
+		return false
+	}
+	props := b.get("properties")
+	for _, n := range a.get("required").arrOrNil() {
+		if n.kind == kindString && props.get(n.str) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *value) arrOrNil() []*value {
+	if v == nil || v.kind != kindArray {
+		return nil
+	}
+	return v.arr
+}
+
+// constants returns the values an enum or const allows.
+func constants(s *value) ([]*value, bool) {
+	if c := s.get("const"); c != nil {
+		return []*value{c}, true
+	}
+	if e := s.get("enum"); e != nil && e.kind == kindArray {
+		return e.arr, true
+	}
+	return nil, false
+}
+
+// typesOf returns the types a schema's "type" lists.
+func typesOf(s *value) ([]string, bool) {
+	t := s.get("type")
+	if t == nil {
+		return nil, false
+	}
+	if t.kind == kindString {
+		return []string{t.str}, true
+	}
+	var out []string
+	for _, e := range t.arr {
+		out = append(out, e.str)
+	}
+	return out, true
+}
+
+// typesFromValues derives the types of a schema without "type" from its
+// enum or const: naming the types the listed values already have admits
+// the same values.
+func typesFromValues(s *value) ([]string, bool) {
+	vals, ok := constants(s)
+	if !ok || len(vals) == 0 {
+		return nil, false
+	}
+	var types []string
+	add := func(t string) {
+		if !contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	allInt := true
+	for _, v := range vals {
+		if v.kind == kindNumber && !v.isInteger() {
+			allInt = false
+		}
+	}
+	for _, v := range vals {
+		switch v.kind {
+		case kindNumber:
+			if allInt {
+				add("integer")
+			} else {
+				add("number")
+			}
+		case kindString:
+			add("string")
+		case kindBool:
+			add("boolean")
+		case kindNull:
+			add("null")
+		default:
+			return nil, false // objects and arrays: strict mode needs their shape
+		}
+	}
+	return types, true
+}
+
+// ofType reports whether v is of JSON Schema type t.
+func ofType(v *value, t string) bool {
+	switch t {
+	case "integer":
+		return v.kind == kindNumber && v.isInteger()
+	case "number":
+		return v.kind == kindNumber
+	case "string":
+		return v.kind == kindString
+	case "boolean":
+		return v.kind == kindBool
+	case "null":
+		return v.kind == kindNull
+	case "array":
+		return v.kind == kindArray
+	case "object":
+		return v.kind == kindObject
+	}
+	return false
+}
+
+func typeValue(types []string) *value {
+	if len(types) == 1 {
+		return strValue(types[0])
+	}
+	v := &value{kind: kindArray}
+	for _, t := range types {
+		v.arr = append(v.arr, strValue(t))
+	}
+	return v
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// subset reports whether every type in a is admitted by the types in b.
+func subset(a, b []string) bool {
+	for _, t := range a {
+		if !contains(b, t) && !(t == "integer" && contains(b, "number")) {
+			return false
+		}
+	}
+	return true
+}
+
+// overlap reports whether a value can be of a type in a and in b.
+func overlap(a, b []string) bool {
+	for _, t := range a {
+		for _, u := range b {
+			if t == u || t == "integer" && u == "number" || t == "number" && u == "integer" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// describeSchema names a map's value schema for a message.
+func describeSchema(v *value) string {
+	switch {
+	case v.kind == kindBool && v.b:
+		return "true"
+	case v.kind == kindObject && len(v.obj) == 0:
+		return "{}, any value"
+	default:
+		return "a schema"
+	}
+}

@@ -1,0 +1,502 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func mustClose(t *testing.T, schema string) *Closed {
+	t.Helper()
+	c, err := Close(json.RawMessage(schema))
+	if err != nil {
+		t.Fatalf("Close(%s): %v", schema, err)
+	}
+	return c
+}
+
+// TestStrictForm checks the strict form of schemas that keep their
+// meaning: what becomes nullable and how, and what stays as written.
+func TestStrictForm(t *testing.T) {
+	for _, tc := range []struct {
+		name, schema, want string
+	}{{
+		name:   "optional string becomes a nullable type list; required stays",
+		schema: `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q"]}`,
+		want:   `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":["integer","null"]}},"required":["q","n"],"additionalProperties":false}`,
+	}, {
+		name:   "an optional enum gets null too, or the enum would refuse it",
+		schema: `{"type":"object","properties":{"unit":{"type":"string","enum":["C","F"]}}}`,
+		want:   `{"type":"object","properties":{"unit":{"type":["string","null"],"enum":["C","F",null]}},"required":["unit"],"additionalProperties":false}`,
+	}, {
+		name:   "an optional const is wrapped in anyOf with null",
+		schema: `{"type":"object","properties":{"v":{"type":"string","const":"x"}}}`,
+		want:   `{"type":"object","properties":{"v":{"anyOf":[{"type":"string","const":"x"},{"type":"null"}]}},"required":["v"],"additionalProperties":false}`,
+	}, {
+		name:   "an optional anyOf gets a null branch",
+		schema: `{"type":"object","properties":{"v":{"anyOf":[{"type":"string"},{"type":"integer"}],"description":"d"}}}`,
+		want:   `{"type":"object","properties":{"v":{"description":"d","anyOf":[{"type":"string"},{"type":"integer"},{"type":"null"}]}},"required":["v"],"additionalProperties":false}`,
+	}, {
+		name:   "a type list is split into an anyOf, each branch with its own keywords",
+		schema: `{"type":"object","properties":{"v":{"type":["string","integer"],"minimum":1,"pattern":"^a","description":"d"}},"required":["v"]}`,
+		want:   `{"type":"object","properties":{"v":{"description":"d","anyOf":[{"type":"string","pattern":"^a"},{"type":"integer","minimum":1}]}},"required":["v"],"additionalProperties":false}`,
+	}, {
+		name:   "a type list with an enum splits the enum by type",
+		schema: `{"type":"object","properties":{"v":{"type":["string","integer"],"enum":["a",1,"b"]}},"required":["v"]}`,
+		want:   `{"type":"object","properties":{"v":{"anyOf":[{"type":"string","enum":["a","b"]},{"type":"integer","enum":[1]}]}},"required":["v"],"additionalProperties":false}`,
+	}, {
+		name:   "a required property's own null stays, as written",
+		schema: `{"type":"object","properties":{"v":{"type":["string","null"]}},"required":["v"]}`,
+		want:   `{"type":"object","properties":{"v":{"type":["string","null"]}},"required":["v"],"additionalProperties":false}`,
+	}, {
+		name:   "bounds, formats, patterns and descriptions stay; default, examples and comments go",
+		schema: `{"type":"object","properties":{"d":{"type":"string","format":"date-time","pattern":"^2","description":"when","default":"x","examples":["y"],"$comment":"c"},"n":{"type":"number","minimum":0,"exclusiveMaximum":9,"multipleOf":0.5}},"required":["d","n"]}`,
+		want:   `{"type":"object","properties":{"d":{"type":"string","format":"date-time","pattern":"^2","description":"when"},"n":{"type":"number","minimum":0,"exclusiveMaximum":9,"multipleOf":0.5}},"required":["d","n"],"additionalProperties":false}`,
+	}, {
+		name:   "nested objects and array items are closed, their optionals nullable",
+		schema: `{"type":"object","properties":{"edits":{"type":"array","items":{"type":"object","properties":{"old":{"type":"string"},"dry":{"type":"boolean"}},"required":["old"]}}},"required":["edits"]}`,
+		want:   `{"type":"object","properties":{"edits":{"type":"array","items":{"type":"object","properties":{"old":{"type":"string"},"dry":{"type":["boolean","null"]}},"required":["old","dry"],"additionalProperties":false}}},"required":["edits"],"additionalProperties":false}`,
+	}, {
+		name:   "an optional object becomes a nullable object",
+		schema: `{"type":"object","properties":{"o":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}}`,
+		want:   `{"type":"object","properties":{"o":{"type":["object","null"],"properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}},"required":["o"],"additionalProperties":false}`,
+	}, {
+		name:   "a $ref is inlined, with the title and description beside it",
+		schema: `{"type":"object","properties":{"v":{"$ref":"#/$defs/T","description":"use"}},"required":["v"],"$defs":{"T":{"type":"string","description":"def","minLength":1}}}`,
+		want:   `{"type":"object","properties":{"v":{"type":"string","description":"use","minLength":1}},"required":["v"],"additionalProperties":false}`,
+	}, {
+		name:   "draft-07 definitions are inlined, and a sibling of $ref is ignored as draft-07 says",
+		schema: `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"v":{"$ref":"#/definitions/T","minimum":5}},"required":["v"],"definitions":{"T":{"type":"integer"}}}`,
+		want:   `{"type":"object","properties":{"v":{"type":"integer"}},"required":["v"],"additionalProperties":false}`,
+	}, {
+		name:   "a oneOf of different types is offered as anyOf",
+		schema: `{"type":"object","properties":{"v":{"oneOf":[{"type":"string"},{"type":"boolean"}]}},"required":["v"]}`,
+		want:   `{"type":"object","properties":{"v":{"anyOf":[{"type":"string"},{"type":"boolean"}]}},"required":["v"],"additionalProperties":false}`,
+	}, {
+		name:   "a oneOf of closed objects with distinct required properties is offered as anyOf",
+		schema: `{"type":"object","properties":{"v":{"type":"object","oneOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false},{"type":"object","properties":{"b":{"type":"string"}},"required":["b"],"additionalProperties":false}]}},"required":["v"]}`,
+		want:   `{"type":"object","properties":{"v":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false},{"type":"object","properties":{"b":{"type":"string"}},"required":["b"],"additionalProperties":false}]}},"required":["v"],"additionalProperties":false}`,
+	}, {
+		name:   "an enum without a type gets the type of its values",
+		schema: `{"type":"object","properties":{"v":{"enum":[1,2]}},"required":["v"]}`,
+		want:   `{"type":"object","properties":{"v":{"type":"integer","enum":[1,2]}},"required":["v"],"additionalProperties":false}`,
+	}, {
+		name:   "a root without type is an object (MCP arguments always are)",
+		schema: `{"properties":{"a":{"type":"string"}},"required":["a"]}`,
+		want:   `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`,
+	}, {
+		name:   "a root with no properties declared by an empty list takes no arguments",
+		schema: `{"type":"object","properties":{}}`,
+		want:   `{"type":"object","properties":{},"required":[],"additionalProperties":false}`,
+	}, {
+		name:   "keywords the dialect does not define are dropped (draft-07 has no prefixItems)",
+		schema: `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"string","x-hint":1,"nullable":true}},"required":["a"],"dependentRequired":{}}`,
+		want:   `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`,
+	}, {
+		name:   "keywords for other types are dropped, as they constrain nothing",
+		schema: `{"type":"object","properties":{"a":{"type":"string","minimum":3,"items":{"type":"string"}}},"required":["a"]}`,
+		want:   `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustClose(t, tc.schema)
+			if c.strict == nil {
+				t.Fatalf("no strict form: %s", c.Problem)
+			}
+			if string(c.strict) != tc.want {
+				t.Errorf("strict form\n got %s\nwant %s", c.strict, tc.want)
+			}
+			if c.Problem == "" && (!c.Strict || string(c.Schema) != string(c.strict)) {
+				t.Errorf("ready for OpenAI, but Strict = %v and Schema = %s", c.Strict, c.Schema)
+			}
+		})
+	}
+}
+
+// TestProblems checks schemas whose meaning a strict form cannot keep, or
+// that a profile does not accept: the problem names the place and the
+// reason, per profile.
+func TestProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name, schema       string
+		openai, anthropic  string // substrings of the problems; "" for ready
+		closedObjectsCount int    // additionalProperties:false in the offered closed form; -1: not checked
+	}{{
+		name:      "optional property that admits null (type list)",
+		schema:    `{"type":"object","properties":{"a":{"type":["string","null"]}}}`,
+		openai:    "/properties/a: optional property that admits null",
+		anthropic: "/properties/a: optional property that admits null",
+	}, {
+		name:      "optional property that admits null (enum)",
+		schema:    `{"type":"object","properties":{"a":{"enum":["x",null]}}}`,
+		openai:    "/properties/a: optional property that admits null",
+		anthropic: "/properties/a: optional property that admits null",
+	}, {
+		name:      "optional property that admits null (untyped)",
+		schema:    `{"type":"object","properties":{"a":{"description":"anything"}}}`,
+		openai:    "/properties/a: untyped value",
+		anthropic: "/properties/a: untyped value",
+	}, {
+		name:      "free-form map: additionalProperties a schema",
+		schema:    `{"type":"object","properties":{"m":{"type":"object","additionalProperties":{"type":"string"}}},"required":["m"]}`,
+		openai:    "/properties/m/additionalProperties: free-form map",
+		anthropic: "free-form map",
+	}, {
+		name:      "free-form map: additionalProperties true",
+		schema:    `{"type":"object","properties":{"m":{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":true}},"required":["m"]}`,
+		openai:    "additionalProperties is true",
+		anthropic: "free-form map",
+	}, {
+		name:      "free-form map: patternProperties",
+		schema:    `{"type":"object","properties":{"m":{"type":"object","patternProperties":{"^x-":{"type":"string"}}}},"required":["m"]}`,
+		openai:    "/properties/m/patternProperties: free-form map",
+		anthropic: "free-form map",
+	}, {
+		name:      "free-form object",
+		schema:    `{"type":"object","properties":{"o":{"type":"object"}},"required":["o"]}`,
+		openai:    "/properties/o: free-form object",
+		anthropic: "free-form object",
+	}, {
+		name:      "untyped array items",
+		schema:    `{"type":"object","properties":{"xs":{"type":"array"}},"required":["xs"]}`,
+		openai:    "/properties/xs: array whose items are untyped",
+		anthropic: "items are untyped",
+	}, {
+		name:      "root that is not an object",
+		schema:    `{"type":"array","items":{"type":"string"}}`,
+		openai:    "/type: the root is not an object schema",
+		anthropic: "the root is not an object",
+	}, {
+		name:      "root that is a composition",
+		schema:    `{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false},{"type":"null"}]}`,
+		openai:    "(root): the root is a composition",
+		anthropic: "the root is a composition",
+	}, {
+		name:      "required but undeclared",
+		schema:    `{"type":"object","properties":{"a":{"type":"string"}},"required":["a","b"]}`,
+		openai:    `/required: "b" is required but not declared`,
+		anthropic: "not declared",
+	}, {
+		name:      "recursive reference",
+		schema:    `{"type":"object","properties":{"n":{"$ref":"#/$defs/N"}},"required":["n"],"$defs":{"N":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/N"}}},"required":["kids"]}}}`,
+		openai:    `/$defs/N/properties/kids/items/$ref: recursive reference to "#/$defs/N"`,
+		anthropic: "recursive reference",
+	}, {
+		name:      "a constraint beside $ref (2020-12 applies it)",
+		schema:    `{"type":"object","properties":{"v":{"$ref":"#/$defs/T","minimum":5}},"required":["v"],"$defs":{"T":{"type":"integer"}}}`,
+		openai:    `/properties/v/minimum: "minimum" beside $ref`,
+		anthropic: "beside $ref",
+	}, {
+		name:      "oneOf whose branches may overlap",
+		schema:    `{"type":"object","properties":{"v":{"oneOf":[{"type":"number"},{"type":"integer"}]}},"required":["v"]}`,
+		openai:    "/properties/v/oneOf: oneOf whose branches 0 and 1 may overlap",
+		anthropic: "may overlap",
+	}, {
+		name:      "a keyword for every type beside a type list",
+		schema:    `{"type":"object","properties":{"v":{"type":["string","integer"],"not":{"const":"x"}}},"required":["v"]}`,
+		openai:    `/properties/v/not: "not" beside a list of types`,
+		anthropic: "beside a list of types",
+	}, {
+		name:      "oneOf with too many branches to prove disjoint",
+		schema:    `{"type":"object","properties":{"v":{"oneOf":[` + strings.Repeat(`{"const":1},`, 64) + `{"const":2}]}},"required":["v"]}`,
+		openai:    "/properties/v/oneOf: oneOf with 65 branches",
+		anthropic: "oneOf with 65 branches",
+	}, {
+		name:      "allOf",
+		schema:    `{"type":"object","properties":{"v":{"allOf":[{"type":"string"},{"minLength":1}]}},"required":["v"]}`,
+		openai:    "/properties/v/allOf: allOf is left as written",
+		anthropic: "allOf is left as written",
+	}, {
+		name:      "open object inside anyOf",
+		schema:    `{"type":"object","properties":{"v":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]},{"type":"string"}]}},"required":["v"]}`,
+		openai:    "/properties/v/anyOf/0: object inside anyOf/oneOf that is not closed",
+		anthropic: "not closed",
+	}, {
+		name:      "optional property inside anyOf",
+		schema:    `{"type":"object","properties":{"v":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false},{"type":"string"}]}},"required":["v"]}`,
+		openai:    "/properties/v/anyOf/0/properties/a: optional property inside anyOf/oneOf",
+		anthropic: "optional property inside",
+	}, {
+		name:      "minLength: outside both subsets",
+		schema:    `{"type":"object","properties":{"s":{"type":"string","minLength":1}},"required":["s"]}`,
+		openai:    `/properties/s/minLength: keyword "minLength" is not supported by OpenAI strict mode`,
+		anthropic: `/properties/s/minLength: keyword "minLength" is not supported by Anthropic strict mode`,
+	}, {
+		name:      "minimum and maxItems: OpenAI only",
+		schema:    `{"type":"object","properties":{"n":{"type":"integer","minimum":1},"xs":{"type":"array","items":{"type":"string"},"maxItems":3}},"required":["n","xs"]}`,
+		openai:    "",
+		anthropic: `/properties/n/minimum: keyword "minimum" is not supported by Anthropic strict mode`,
+	}, {
+		name:      "minItems above 1: OpenAI only",
+		schema:    `{"type":"object","properties":{"xs":{"type":"array","items":{"type":"string"},"minItems":2}},"required":["xs"]}`,
+		openai:    "",
+		anthropic: "/properties/xs/minItems: minItems 2",
+	}, {
+		name:      "format uri: Anthropic only",
+		schema:    `{"type":"object","properties":{"u":{"type":"string","format":"uri"}},"required":["u"]}`,
+		openai:    `/properties/u/format: format "uri" is not one OpenAI strict mode accepts`,
+		anthropic: "",
+	}, {
+		name:      "format both accept",
+		schema:    `{"type":"object","properties":{"e":{"type":"string","format":"email"},"d":{"type":"string","format":"date"}},"required":["e","d"]}`,
+		openai:    "",
+		anthropic: "",
+	}, {
+		name:      "lookahead pattern: neither",
+		schema:    `{"type":"object","properties":{"p":{"type":"string","pattern":"^(?!x)"}},"required":["p"]}`,
+		openai:    "/properties/p/pattern: pattern",
+		anthropic: "/properties/p/pattern: pattern",
+	}, {
+		name:      "word boundary pattern: OpenAI only",
+		schema:    `{"type":"object","properties":{"p":{"type":"string","pattern":"\\bword\\b"}},"required":["p"]}`,
+		openai:    "",
+		anthropic: "word boundary",
+	}, {
+		name:      "an escaped backslash before b is not a word boundary",
+		schema:    `{"type":"object","properties":{"p":{"type":"string","pattern":"\\\\b"}},"required":["p"]}`,
+		openai:    "",
+		anthropic: "",
+	}, {
+		name:      "enum of objects: neither",
+		schema:    `{"type":"object","properties":{"o":{"type":"object","enum":[{"a":1}],"properties":{"a":{"type":"integer"}},"required":["a"]}},"required":["o"]}`,
+		openai:    "/properties/o/enum: enum and const values must be",
+		anthropic: "enum and const values must be",
+	}, {
+		name:      "uniqueItems: neither",
+		schema:    `{"type":"object","properties":{"xs":{"type":"array","items":{"type":"string"},"uniqueItems":true}},"required":["xs"]}`,
+		openai:    `keyword "uniqueItems" is not supported by OpenAI`,
+		anthropic: `keyword "uniqueItems" is not supported by Anthropic`,
+	}, {
+		name:      "malformed annotation: no strict form, but checkable",
+		schema:    `{"type":"object","properties":{"s":{"type":"string","description":5}},"required":["s"]}`,
+		openai:    "/properties/s/description: description must be a string",
+		anthropic: "description must be a string",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustClose(t, tc.schema)
+			for p, want := range map[Profile]string{OpenAI: tc.openai, Anthropic: tc.anthropic} {
+				got, ok := c.Problems[p]
+				if !ok {
+					t.Fatalf("Problems has no %s", p)
+				}
+				if want == "" && got != "" || !strings.Contains(got, want) {
+					t.Errorf("%s problem %q, want one containing %q", p, got, want)
+				}
+			}
+			if c.Problem != c.Problems[OpenAI] {
+				t.Errorf("Problem %q is not Problems[OpenAI] %q", c.Problem, c.Problems[OpenAI])
+			}
+			if c.Strict != (c.Problem == "") {
+				t.Errorf("Strict = %v with Problem %q", c.Strict, c.Problem)
+			}
+			if c.CheckProblem != "" {
+				t.Errorf("CheckProblem %q: these schemas can all be checked", c.CheckProblem)
+			}
+			for _, p := range Profiles() {
+				schema, strict := c.For(p)
+				if strict != (c.Problems[p] == "") {
+					t.Errorf("For(%s) strict = %v with problem %q", p, strict, c.Problems[p])
+				}
+				if !json.Valid(schema) {
+					t.Errorf("For(%s) = %s, not JSON", p, schema)
+				}
+			}
+		})
+	}
+}
+
+// TestClosedForm checks which objects the closed form (offered when the
+// schema is not strict-ready, and the basis of Check) closes: every
+// declared object except maps, free-form objects, and anything under or
+// beside a composition, which is left as written.
+func TestClosedForm(t *testing.T) {
+	for _, tc := range []struct {
+		name, schema, want string
+	}{{
+		name:   "declared objects are closed, optionals stay optional",
+		schema: `{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"string"}}},"m":{"type":"object","additionalProperties":{"type":"object","properties":{"x":{"type":"string"}}}}}}`,
+		want:   `{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"string"}},"additionalProperties":false},"m":{"type":"object","additionalProperties":{"type":"object","properties":{"x":{"type":"string"}},"additionalProperties":false}}},"additionalProperties":false}`,
+	}, {
+		name:   "objects under a composition are left as written",
+		schema: `{"type":"object","properties":{"v":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}}},{"type":"string"}]},"w":{"type":"object","properties":{"k":{"type":"string"}},"oneOf":[{"required":["k"]}]}}}`,
+		want:   `{"type":"object","properties":{"v":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}}},{"type":"string"}]},"w":{"type":"object","properties":{"k":{"type":"string"}},"oneOf":[{"required":["k"]}]}},"additionalProperties":false}`,
+	}, {
+		name:   "a definition is closed only if every reference to it may close it",
+		schema: `{"type":"object","properties":{"a":{"$ref":"#/$defs/A"},"b":{"anyOf":[{"$ref":"#/$defs/B"},{"type":"null"}]},"c":{"$ref":"#/$defs/B"}},"$defs":{"A":{"type":"object","properties":{"x":{"type":"string"}}},"B":{"type":"object","properties":{"y":{"type":"string"}}}}}`,
+		want:   `{"type":"object","properties":{"a":{"$ref":"#/$defs/A"},"b":{"anyOf":[{"$ref":"#/$defs/B"},{"type":"null"}]},"c":{"$ref":"#/$defs/B"}},"$defs":{"A":{"type":"object","properties":{"x":{"type":"string"}},"additionalProperties":false},"B":{"type":"object","properties":{"y":{"type":"string"}}}},"additionalProperties":false}`,
+	}, {
+		name:   "a free-form object and an undeclared required property keep it open",
+		schema: `{"type":"object","properties":{"o":{"type":"object"},"p":{"type":"object","properties":{"a":{}},"required":["z"]}}}`,
+		want:   `{"type":"object","properties":{"o":{"type":"object"},"p":{"type":"object","properties":{"a":{}},"required":["z"]}},"additionalProperties":false}`,
+	}, {
+		name:   "a root without type or properties gets them",
+		schema: `{}`,
+		want:   `{"type":"object","properties":{}}`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustClose(t, tc.schema)
+			schema, _ := c.For("no such profile")
+			if string(schema) != tc.want {
+				t.Errorf("closed form\n got %s\nwant %s", schema, tc.want)
+			}
+		})
+	}
+}
+
+// TestOpenAILimits checks OpenAI's documented size limits.
+func TestOpenAILimits(t *testing.T) {
+	nest := func(levels int) string {
+		s := `{"type":"string"}`
+		for range levels {
+			s = `{"type":"object","properties":{"a":` + s + `},"required":["a"]}`
+		}
+		return s
+	}
+	props := func(n, nameLen int) string {
+		var b strings.Builder
+		b.WriteString(`{"type":"object","properties":{`)
+		var req []string
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			name := fmt.Sprintf("%0*d", nameLen, i)
+			fmt.Fprintf(&b, `%q:{"type":"boolean"}`, name)
+			req = append(req, fmt.Sprintf("%q", name))
+		}
+		b.WriteString(`},"required":[` + strings.Join(req, ",") + `]}`)
+		return b.String()
+	}
+	enum := func(n, length int) string {
+		var vals []string
+		for i := range n {
+			vals = append(vals, fmt.Sprintf("%q", fmt.Sprintf("%0*d", length, i)))
+		}
+		return `{"type":"object","properties":{"e":{"type":"string","enum":[` + strings.Join(vals, ",") + `]}},"required":["e"]}`
+	}
+	for _, tc := range []struct {
+		name, schema, openai string
+	}{
+		{"10 levels of nesting", nest(10), ""},
+		{"11 levels of nesting", nest(11), "more than 10 levels of nesting"},
+		{"5000 properties", props(5000, 4), ""},
+		{"5001 properties", props(5001, 4), "5001 object properties, more than the 5000"},
+		{"1000 enum values", enum(1000, 4), ""},
+		{"1001 enum values", enum(1001, 4), "1001 enum values, more than the 1000"},
+		{"a big enum of long strings", enum(251, 60), "an enum of 251 strings holding 15060 characters"},
+		{"a small enum of long strings", enum(250, 60), ""},
+		{"120,000 characters of names", props(4000, 31), "124000 characters of property names"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustClose(t, tc.schema)
+			if got := c.Problems[OpenAI]; tc.openai == "" && got != "" || !strings.Contains(got, tc.openai) {
+				t.Errorf("OpenAI problem %q, want %q", got, tc.openai)
+			}
+		})
+	}
+}
+
+// TestAnthropicUnionLimit: a tool whose strict form alone has more than 16
+// parameters with a union type (each optional property is one) can never
+// be sent strict to Anthropic.
+func TestAnthropicUnionLimit(t *testing.T) {
+	for _, n := range []int{16, 17} {
+		var props []string
+		for i := range n {
+			props = append(props, fmt.Sprintf(`"p%d":{"type":"string"}`, i))
+		}
+		c := mustClose(t, `{"type":"object","properties":{`+strings.Join(props, ",")+`}}`)
+		got := c.Problems[Anthropic]
+		if n <= anthropicMaxUnions && got != "" || n > anthropicMaxUnions && !strings.Contains(got, "more than 16 parameters use anyOf or a type list") {
+			t.Errorf("%d optional properties: Anthropic problem %q", n, got)
+		}
+		if c.Problems[OpenAI] != "" {
+			t.Errorf("%d optional properties: OpenAI problem %q", n, c.Problems[OpenAI])
+		}
+	}
+}
+
+// TestStrictBudget: references that double at every level would make an
+// exponential strict form; Close gives up quickly instead.
+func TestStrictBudget(t *testing.T) {
+	var defs []string
+	for i := range 40 {
+		defs = append(defs, fmt.Sprintf(`"d%d":{"type":"object","properties":{"a":{"$ref":"#/$defs/d%d"},"b":{"$ref":"#/$defs/d%d"}},"required":["a","b"]}`, i, i+1, i+1))
+	}
+	defs = append(defs, `"d40":{"type":"string"}`)
+	schema := `{"type":"object","properties":{"x":{"$ref":"#/$defs/d0"}},"required":["x"],"$defs":{` + strings.Join(defs, ",") + `}}`
+	c := mustClose(t, schema)
+	if !strings.Contains(c.Problem, "would hold more than") {
+		t.Errorf("problem %q, want the budget one", c.Problem)
+	}
+	if err := c.Check(json.RawMessage(`{"x":{"a":{"b":1}}}`)); err == nil {
+		t.Error("Check passed a wrong value deep in the references")
+	}
+}
+
+// TestHostileNames: property names are kept exactly, whatever they hold,
+// in every form; Fields escapes them as JSON pointers; messages quote them.
+func TestHostileNames(t *testing.T) {
+	names := []string{"a/b", "~x", "new\nline", "", "__proto__", "\u202eevil", "quote\"d", "é"}
+	var props, req []string
+	for _, n := range names {
+		q, _ := json.Marshal(n)
+		props = append(props, string(q)+`:{"type":"string"}`)
+		req = append(req, string(q))
+	}
+	schema := `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":[` + strings.Join(req, ",") + `]}`
+	c := mustClose(t, schema)
+	if !c.Strict {
+		t.Fatalf("not strict: %s", c.Problem)
+	}
+	var strict struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal(c.Schema, &strict); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if _, ok := strict.Properties[n]; !ok {
+			t.Errorf("property %q lost from the strict form", n)
+		}
+	}
+	if strings.Join(strict.Required, "|") != strings.Join(names, "|") {
+		t.Errorf("required %q, want %q", strict.Required, names)
+	}
+	wantFields := []string{"/", "/__proto__", "/a~1b", "/new\nline", "/quote\"d", "/~0x", "/é", "/\u202eevil"}
+	if strings.Join(c.Fields, "|") != strings.Join(wantFields, "|") {
+		t.Errorf("Fields %q, want %q", c.Fields, wantFields)
+	}
+	err := c.Check(json.RawMessage(`{"a/b":"x"}`))
+	var ae *ArgumentError
+	if !errors.As(err, &ae) || ae.Pointer != "/~0x" {
+		t.Fatalf("Check: %v, want the first missing field, /~0x", err)
+	}
+	err = c.Check(json.RawMessage(`{"a/b":"","~x":"","new\nline":"","":"","__proto__":"","\u202eevil":"","quote\"d":"","é":"","\u202ex":""}`))
+	if !errors.As(err, &ae) || !strings.Contains(ae.Error(), `"/\u202ex": unknown field`) {
+		t.Errorf("Check: %v, want the unknown field, quoted so that it cannot reorder the text", err)
+	}
+}
+
+// TestRootReference: a root that is a reference to a named model (as
+// zod-to-json-schema writes it when given a name) is that model.
+func TestRootReference(t *testing.T) {
+	c := mustClose(t, `{"$schema":"http://json-schema.org/draft-07/schema#","$ref":"#/definitions/Args","definitions":{"Args":{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q"]}}}`)
+	want := `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":["integer","null"]}},"required":["q","n"],"additionalProperties":false}`
+	if !c.Strict || string(c.Schema) != want {
+		t.Errorf("Schema %s (%s), want %s", c.Schema, c.Problem, want)
+	}
+	if strings.Join(c.Fields, ",") != "/n,/q" {
+		t.Errorf("Fields %q", c.Fields)
+	}
+	args, err := c.FromModel(json.RawMessage(`{"q":"x","n":null}`))
+	if err != nil || string(args) != `{"q":"x"}` {
+		t.Errorf("FromModel = %s, %v", args, err)
+	}
+	var ae *ArgumentError
+	if err := c.Check(json.RawMessage(`{"q":"x","m":1}`)); !errors.As(err, &ae) || ae.Pointer != "/m" {
+		t.Errorf("Check with an unknown field = %v", err)
+	}
+}
