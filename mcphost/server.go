@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ type server struct {
 	cs          *mcp.ClientSession
 	tap         *listTap
 	lastList    []json.RawMessage
+	prepCache   map[string]prepared // the latest listing's per-tool work, by raw definition
 	relisting   chan struct{} // non-nil while a list_changed re-list runs; closed when done
 	dirty       bool          // another list_changed came during the re-list
 	gen         uint64        // bumped on every start, so stale goroutines stand down
@@ -511,22 +513,97 @@ type toolDef struct {
 	} `json:"execution"`
 }
 
+// prepared is the per-tool work of discovery that depends only on the raw
+// definition: parsing, digest, schema closing.
+type prepared struct {
+	def       toolDef
+	digest    string
+	digestErr error
+	closed    *schema.Closed
+	closeErr  error
+}
+
+// parallelPrepare is the list size from which discovery spreads the
+// per-tool work over the cores (the server is idle meanwhile).
+const parallelPrepare = 256
+
+// prepare does the per-tool work for a listing. A definition identical to
+// one of the server's previous listing reuses that result (a list_changed
+// usually changes one tool of many); only the latest listing is kept.
+func (srv *server) prepare(raws []json.RawMessage) []prepared {
+	srv.mu.Lock()
+	prev := srv.prepCache
+	srv.mu.Unlock()
+	out := make([]prepared, len(raws))
+	one := func(i int) {
+		if p, ok := prev[string(raws[i])]; ok {
+			out[i] = p
+			return
+		}
+		out[i] = prepareOne(raws[i])
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(raws)/parallelPrepare+1)
+	if workers <= 1 {
+		for i := range raws {
+			one(i)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < len(raws); i += workers {
+					one(i)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	cache := make(map[string]prepared, len(raws))
+	for i, raw := range raws {
+		cache[string(raw)] = out[i]
+	}
+	srv.mu.Lock()
+	srv.prepCache = cache
+	srv.mu.Unlock()
+	return out
+}
+
+func prepareOne(raw json.RawMessage) prepared {
+	var p prepared
+	if err := json.Unmarshal(raw, &p.def); err != nil {
+		p.def = toolDef{} // a definition that is not an object has no name
+		return p
+	}
+	if p.digest, p.digestErr = pin.Digest(raw); p.digestErr != nil {
+		return p
+	}
+	input := p.def.InputSchema
+	if len(input) == 0 || string(input) == "null" {
+		p.closeErr = errors.New("it has no inputSchema")
+		return p
+	}
+	p.closed, p.closeErr = schema.Close(input)
+	return p
+}
+
 // build applies naming, schema closing, policy and pins to a server's raw
 // tools. It returns the tools to publish, the first-seen allowed tools to
 // record, and notices.
 func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*toolEntry, recs []pinRecord, notices []string) {
 	cfg := srv.cfg
+	preps := srv.prepare(raws)
 	counts := map[string]int{}
-	defs := make([]toolDef, len(raws))
-	for i, raw := range raws {
-		if err := json.Unmarshal(raw, &defs[i]); err == nil && defs[i].Name != nil {
-			counts[*defs[i].Name]++
+	for _, p := range preps {
+		if p.def.Name != nil {
+			counts[*p.def.Name]++
 		}
 	}
 	seen := map[string]bool{}
 	now := time.Now().UTC()
-	for i, raw := range raws {
-		d := defs[i]
+	for i, p := range preps {
+		raw, d := raws[i], p.def
 		if d.Name == nil {
 			notices = append(notices, fmt.Sprintf("server %s: skipped a tool with no name (tool #%d of its list)", cfg.Name, i+1))
 			continue
@@ -546,25 +623,20 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: %s", cfg.Name, shown, nameProblem(err)))
 			continue
 		}
-		digest, err := pin.Digest(raw)
-		if err != nil {
-			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: its definition cannot be pinned: %v", cfg.Name, shown, err))
+		digest := p.digest
+		if p.digestErr != nil {
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: its definition cannot be pinned: %v", cfg.Name, shown, p.digestErr))
 			continue
 		}
 		if d.Execution.TaskSupport == "required" {
 			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: it can only be called as a task (execution.taskSupport \"required\"), which mcphost does not do", cfg.Name, shown))
 			continue
 		}
-		input := d.InputSchema
-		if len(input) == 0 || string(input) == "null" {
-			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: it has no inputSchema", cfg.Name, shown))
+		if p.closeErr != nil {
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: %v", cfg.Name, shown, p.closeErr))
 			continue
 		}
-		closed, err := schema.Close(input)
-		if err != nil {
-			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: %v", cfg.Name, shown, err))
-			continue
-		}
+		closed := p.closed
 		t := Tool{
 			Name:           model,
 			Server:         cfg.Name,
