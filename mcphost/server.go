@@ -52,9 +52,9 @@ type server struct {
 	tap         *listTap
 	lastList    []json.RawMessage
 	prepCache   map[string]prepared // the latest listing's per-tool work, by raw definition
-	relisting   chan struct{} // non-nil while a list_changed re-list runs; closed when done
-	dirty       bool          // another list_changed came during the re-list
-	gen         uint64        // bumped on every start, so stale goroutines stand down
+	relisting   chan struct{}       // non-nil while a list_changed re-list runs; closed when done
+	dirty       bool                // another list_changed came during the re-list
+	gen         uint64              // bumped on every start, so stale goroutines stand down
 }
 
 // startError is a failure to start, with the phase it happened in.
