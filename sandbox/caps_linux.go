@@ -1,0 +1,66 @@
+package sandbox
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// Securebits (linux/securebits.h), not in x/sys.
+const (
+	secbitNoroot                  = 1 << 0
+	secbitNorootLocked            = 1 << 1
+	secbitKeepCapsLocked          = 1 << 5
+	secbitNoCapAmbientRaise       = 1 << 6
+	secbitNoCapAmbientRaiseLocked = 1 << 7
+)
+
+// dropCapabilities removes every capability from the calling thread and
+// from whatever it execs, for root too: it locks the securebits that would
+// give root capabilities back on exec, empties the bounding and ambient
+// sets, then clears the effective, permitted and inheritable sets. Like
+// everything the helper does to confine, this is per thread.
+func dropCapabilities() error {
+	bits := secbitNoroot | secbitNorootLocked | secbitKeepCapsLocked |
+		secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_SECUREBITS): %w", err)
+	}
+	// Drop the bounding set up to the highest capability this kernel knows,
+	// which may be above the one x/sys was generated with: PR_CAPBSET_DROP
+	// answers EINVAL past the end.
+	for c := 0; c < 64; c++ {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if err == unix.EINVAL {
+			if c <= unix.CAP_LAST_CAP {
+				return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
+			}
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
+// hasCapSysAdmin reports whether the calling thread has CAP_SYS_ADMIN in
+// its effective set: then the host can create the namespaces itself and
+// needs no user namespace.
+func hasCapSysAdmin() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	const c = unix.CAP_SYS_ADMIN
+	return data[c/32].Effective&(1<<(c%32)) != 0
+}

@@ -1,0 +1,161 @@
+// Package sandbox builds and runs one confined child process: an MCP server
+// that speaks JSON-RPC over its standard input and output, and that mcphost
+// does not trust.
+//
+//	p, err := sandbox.Start(ctx, sandbox.Config{
+//		Name:     "notes",
+//		Argv:     []string{"notes-server", "--db", "notes.db"},
+//		Worktree: "/home/me/project",
+//		Stderr:   ring, // the server's log
+//	})
+//	if err != nil { ... } // errors.Is(err, sandbox.ErrUnsupported): the kernel cannot confine
+//	defer p.Close(5 * time.Second)
+//	// talk JSON-RPC over p.Stdin() and p.Stdout()
+//
+// # The helper, and the one rule for importers
+//
+// Start re-executes the running program through /proc/self/exe as a small
+// helper, which builds the sandbox around itself and then starts the
+// server. Importers add nothing to main: the package's init function checks
+// for the helper's marker (an argument vector of exactly
+// "mcphost-sandbox-helper", with the spec on an inherited pipe at
+// descriptor 3) and, only then, runs the helper and exits; in every other
+// process it returns at once. This works for any program that imports the
+// package, go test binaries included. Two consequences: the helper runs
+// the init functions of the packages initialized before this one (nothing
+// else of the program: not main, not the init functions of the packages
+// that import this one), and /proc must be mounted on the host.
+//
+// The helper is needed because Landlock, seccomp, no_new_privs and the
+// capability sets belong to a thread and Linux refuses to apply Landlock
+// to all threads of a Go program at once here: the helper confines one
+// locked thread and starts the server from it, which inherits everything.
+//
+// # The model
+//
+// Each layer covers what the others cannot; every one of them is applied,
+// or the server does not start (the error wraps ErrUnsupported and says how
+// to opt out). There is no silent best effort.
+//
+// Environment. The server gets PATH, HOME, LANG, LC_ALL, TERM, TZ, USER,
+// LOGNAME and SHELL from the host's environment, the names in EnvPass, the
+// values in Env, and TMPDIR (also TMP and TEMP) set to a private directory
+// that Close removes. Nothing else: tokens in the host's environment stay
+// there. Likewise it inherits its standard input, output and error and no
+// other descriptor, even one the host leaked without close-on-exec.
+//
+// PID namespace (lifetime). The helper is init of a new PID namespace: it
+// forwards SIGTERM and SIGINT to the server, reaps orphans, and exits with
+// the server's status. When it exits the kernel kills every process left in
+// the namespace, so a daemon that called setsid and double-forked cannot
+// outlive its server. The helper dies with the host: Pdeathsig (set from a
+// thread that lives exactly as long as the helper) and, independently, a
+// lifeline pipe whose EOF makes the helper kill everything. A cgroup would
+// also do, but needs a delegated cgroup tree that ordinary users often do
+// not have; a PID namespace needs nothing.
+//
+// Mount namespace. Directories where listening unix sockets and personal
+// files live, /tmp, /var/tmp, /run (and /var/run), /home, /root, $HOME and
+// $XDG_RUNTIME_DIR, are covered with an empty read-only tmpfs, and only the
+// paths the server is granted are bound back. This is what keeps an SSH
+// agent or Docker socket out of reach: Landlock ABI 7 does not mediate
+// connect(2) to a pathname socket. Every mount except the writable paths
+// is then made read-only, because Landlock does not mediate chmod, chown,
+// utimes or extended attributes (nor truncate before ABI 3). Protected paths
+// are bound read-only onto themselves, and the directories between them and
+// their writable root onto themselves, so that they can be neither written
+// (EROFS) nor renamed, removed or replaced (EBUSY). /proc is a fresh mount
+// that shows only the sandbox's processes, and /dev/shm is private.
+//
+// Network namespace and seccomp. With Network false the server gets a new
+// network namespace with only a loopback that is down, and a seccomp filter
+// that fails socket(2) for any family but AF_UNIX with EAFNOSUPPORT (TCP,
+// UDP, MPTCP, raw, packet, netlink). With Network true it shares the host's
+// network. The filter also refuses io_uring, whose operations bypass the
+// system calls a filter sees, the kernel keyring calls (keyrings are not
+// covered by these namespaces and can hold credentials), and system calls
+// of a foreign ABI (32-bit and x32 calls on amd64), whose numbers differ.
+// Filters exist for amd64 and arm64; elsewhere Start refuses to confine.
+//
+// Landlock. The server may read and execute /usr, /bin, /sbin, /lib*,
+// /etc, /opt, /proc and /sys, the worktree, the Read paths, and the
+// directory of its program and of every "#!" interpreter (also one found by
+// env(1)) — or only the file, where that directory is /, a hidden directory
+// or an ancestor of the home directory. It may also write the worktree,
+// its TMPDIR, the Write paths and /dev/shm, and read and write /dev/null,
+// /dev/zero, /dev/full, /dev/random and /dev/urandom. Nothing else, in
+// particular not the home directory unless a Read path grants part of it.
+// The best ABI of the kernel is used, and rights an older ABI lacks are
+// dropped (without REFER, ABI 1, renames across directories fail with
+// EXDEV). From ABI 4 TCP is also denied with Network false; from ABI 6 the
+// server can neither signal processes outside the sandbox nor reach
+// abstract unix sockets created outside it; from ABI 9 it can connect only
+// to pathname unix sockets beneath its writable paths.
+//
+// Privileges. no_new_privs is set, the capability bounding, ambient,
+// effective, permitted and inheritable sets are emptied and the securebits
+// that would restore root's capabilities at exec are locked, so a server
+// started by root has no capability. The helper runs in a new session, so
+// the server has no controlling terminal to push keystrokes into. The IPC
+// namespace isolates System V IPC and POSIX message queues.
+//
+// # As an ordinary user
+//
+// Everything above works unchanged for a host that is not root when the
+// kernel allows unprivileged user namespaces (most distributions do; some
+// restrict it with kernel.unprivileged_userns_clone,
+// user.max_user_namespaces or AppArmor's
+// kernel.apparmor_restrict_unprivileged_userns). The helper then runs in a
+// new user namespace that maps only the user's own uid and gid, keeps just
+// CAP_SYS_ADMIN and CAP_SETPCAP in it to build the mounts and drop the
+// rest, and the server runs as the user, with no capability anywhere.
+// Confinement reports "+userns". When user namespaces are refused, Start
+// returns an error wrapping ErrUnsupported that says so.
+//
+// # Off
+//
+// Config.Off runs the server without confinement: it can read, write and
+// reach everything the user can. Only the scrubbed environment, the private
+// TMPDIR, the lack of a controlling terminal and the lifetime guarantees
+// remain: the helper is then a child subreaper that kills every descendant
+// of the server when the server exits, Close is called or the host dies.
+// It exists for servers that cannot work confined, as the user's explicit,
+// documented risk (`sandbox = "off"`), and Confinement says "none".
+//
+// # What is not covered
+//
+//   - A host running as root gives its servers uid 0 without capabilities.
+//     File permissions then still let them read root-owned files that are
+//     readable by their owner only (/etc/shadow, SSH host keys) wherever
+//     Landlock grants reading, such as /etc. Run the host as an ordinary
+//     user.
+//   - A protected file stays protected while the host leaves it in place.
+//     When something outside the sandbox replaces it (renames a new file
+//     over it, as editors and atomic writers do), the kernel detaches the
+//     read-only bind in running servers' namespaces and they can write the
+//     new file. A protected directory keeps its protection whatever the host
+//     does inside it: protect the directory that holds state, not the file.
+//     A protected path inside a writable one must exist before Start (else
+//     a server could create it first: Start refuses). Pinned directories are
+//     mount points, so moving files into or out of them fails with EXDEV.
+//   - Below Landlock ABI 9, listening unix sockets outside the hidden
+//     directories (say in /var/lib or /srv) remain reachable by path (ABI 9
+//     is handled but could not be tested here). With Network true, every
+//     service of the host's network is reachable, localhost's included, and
+//     below Landlock ABI 6 so are abstract unix sockets.
+//   - A host that is killed takes its servers with it but cannot remove
+//     their temporary directories (named mcphost-NAME-*, in the host's
+//     temporary directory): they stay behind.
+//   - Resources are not limited: a server can use CPU, memory and disk in its
+//     worktree and TMPDIR, or fork without bound, until Close.
+//   - The seccomp filter denies a short list; it is not an allowlist that
+//     would shrink the kernel's attack surface. Kernel bugs are out of scope.
+//   - System configuration in /etc, hardware details in /sys and the
+//     namespace's own /proc are readable.
+//   - Paths are resolved through symbolic links on the host: the server sees
+//     the real paths of its worktree and grants. Programs that load files
+//     relative to themselves from outside their own directory need a Read
+//     path; 32-bit programs cannot run confined (their system calls are
+//     refused).
+//   - Only Linux: elsewhere Start fails with ErrUnsupported, even with Off.
+package sandbox

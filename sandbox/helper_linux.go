@@ -1,0 +1,517 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// helperArg0 is the argv[0] under which Start re-executes the current
+// program (through /proc/self/exe) as the sandbox helper.
+const helperArg0 = "mcphost-sandbox-helper"
+
+// Descriptors the host passes to the helper besides stdio.
+const (
+	helperSpecFD   = 3 // the spec, then a lifeline: EOF means "stop"
+	helperReportFD = 4 // reports from the helper, one JSON object a line
+)
+
+// init turns this process into the sandbox helper when, and only when, it
+// was started as one by Start or Probe: its argument vector is exactly
+// ["mcphost-sandbox-helper"]. Then the helper runs here, before main (or a
+// test binary's TestMain), and the process exits when it is done; nothing
+// else of the program runs. Any other process returns from init at once.
+//
+// This is the package's one init with an effect. It is what lets every
+// program that imports the package, go test binaries included, serve as
+// its own helper without a line in main.
+func init() {
+	if len(os.Args) != 1 || os.Args[0] != helperArg0 {
+		return
+	}
+	os.Exit(helperMain())
+}
+
+// Exit codes of the helper when it fails before the server runs; the
+// reason is on the report pipe.
+const (
+	exitBadStart = 125 // not started by Start, or a bad spec
+	exitNoConfin = 126 // confinement could not be set up
+	exitNoExec   = 127 // the server could not be executed
+)
+
+// helper is the state of the helper process.
+type helper struct {
+	rep *os.File
+}
+
+// send writes r to the report pipe. A failed write means the host is gone;
+// there is nobody left to tell, so the error is dropped.
+func (h *helper) send(r report) { h.rep.Write(encodeReport(r)) }
+
+// fail reports err as the reason the server did not start.
+func (h *helper) fail(err error) {
+	var se *stepError
+	h.send(report{Error: err.Error(), Unsupported: errors.As(err, &se) && se.unsupported})
+}
+
+func helperMain() int {
+	// Start passes both as inherited pipes. Descriptors the runtime opened
+	// for itself (an epoll instance, say) are neither pipes nor inherited.
+	for _, fd := range []int{helperSpecFD, helperReportFD} {
+		var st unix.Stat_t
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil || flags&unix.FD_CLOEXEC != 0 || unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+			fmt.Fprintf(os.Stderr, "%s: descriptor %d is not an inherited pipe: this program runs as the sandbox helper only when started by sandbox.Start\n", helperArg0, fd)
+			return exitBadStart
+		}
+	}
+	h := &helper{rep: os.NewFile(helperReportFD, "report")}
+	lifeline := os.NewFile(helperSpecFD, "spec")
+
+	// Whatever the host leaked to us (a descriptor a C library opened
+	// without O_CLOEXEC) must not reach the server: it gets stdio only.
+	if err := markCloseOnExec(3); err != nil {
+		h.fail(failedStep("marking descriptors close-on-exec", err))
+		return exitBadStart
+	}
+	s, err := decodeSpec(lifeline)
+	if err != nil {
+		h.fail(failedStep("reading the spec", err))
+		return exitBadStart
+	}
+	if s.Off {
+		return h.runOff(s, lifeline)
+	}
+	return h.runConfined(s, lifeline)
+}
+
+// markCloseOnExec sets close-on-exec on every descriptor from lowfd up.
+func markCloseOnExec(lowfd int) error {
+	err := unix.CloseRange(uint(lowfd), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	if err != unix.ENOSYS && err != unix.EINVAL {
+		return fmt.Errorf("close_range: %w", err)
+	}
+	// Kernels before 5.11: walk the descriptor table.
+	ents, rerr := os.ReadDir("/proc/self/fd")
+	if rerr != nil {
+		return rerr
+	}
+	for _, e := range ents {
+		fd, _ := strconv.Atoi(e.Name())
+		if fd >= lowfd {
+			unix.CloseOnExec(fd)
+		}
+	}
+	return nil
+}
+
+// confinement describes the layers the helper applies, for the host to
+// show (Process.Confinement, Probe).
+func confinement(abi int, s *spec, userNS bool) string {
+	parts := []string{"landlock-v" + strconv.Itoa(abi), "seccomp"}
+	if userNS {
+		parts = append(parts, "userns")
+	}
+	parts = append(parts, "pidns", "mntns", "ipcns")
+	if !s.Network {
+		parts = append(parts, "netns")
+	}
+	return strings.Join(parts, "+")
+}
+
+// inUserNS reports whether the helper runs in a user namespace other than
+// the initial one, whose uid_map maps the whole 32-bit range onto itself.
+func inUserNS() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return !(len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295")
+}
+
+func (h *helper) runConfined(s *spec, lifeline *os.File) int {
+	// Everything below assumes a fresh PID namespace, down to kill(-1),
+	// which outside one would signal every process the user can reach.
+	if os.Getpid() != 1 {
+		h.fail(unsupportedStep("pid namespace", fmt.Errorf("the helper is pid %d, not 1", os.Getpid())))
+		return exitNoConfin
+	}
+	abi, err := landlockABI()
+	if err != nil {
+		h.fail(unsupportedStep("landlock", err))
+		return exitNoConfin
+	}
+	if s.MaxABI > 0 && abi > s.MaxABI {
+		abi = s.MaxABI
+	}
+	if !seccompSupported {
+		h.fail(unsupportedStep("seccomp", fmt.Errorf("no filter for GOARCH=%s", runtime.GOARCH)))
+		return exitNoConfin
+	}
+	// Read before the fresh /proc hides nothing relevant, but while the
+	// helper still has the original one for certain.
+	userNS := inUserNS()
+	plan, err := planMounts(s)
+	if err != nil {
+		h.fail(failedStep("planning mounts", err))
+		return exitNoConfin
+	}
+	if err := applyMounts(plan); err != nil {
+		h.fail(err)
+		return exitNoConfin
+	}
+	rules, err := openRules(s)
+	if err != nil {
+		h.fail(failedStep("opening the paths of the Landlock rules", err))
+		return exitNoConfin
+	}
+
+	// Landlock, seccomp, no_new_privs and the capability sets belong to a
+	// thread, and this kernel refuses to apply Landlock to all threads at
+	// once. So one locked thread confines itself and starts the server,
+	// which inherits all of it; the rest of the helper stays as it was
+	// and supervises.
+	type result struct {
+		pid int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Never unlocked: when this goroutine returns, the runtime ends
+		// the confined thread instead of running other goroutines on it.
+		pid, err := confineAndStart(s, rules, abi)
+		done <- result{pid, err}
+	}()
+	res := <-done
+	closeRules(rules)
+	if res.err != nil {
+		h.fail(res.err)
+		var se *stepError
+		if errors.As(res.err, &se) && se.unsupported {
+			return exitNoConfin
+		}
+		return exitNoExec
+	}
+	conf := confinement(abi, s, userNS)
+	if s.Probe {
+		h.send(report{Started: true, Confinement: conf})
+		return 0
+	}
+	return h.supervise(res.pid, conf, lifeline, true)
+}
+
+// confineAndStart confines the calling thread, which must be locked, and
+// starts the server from it (for a probe, it stops before that).
+func confineAndStart(s *spec, rules []llRule, abi int) (int, error) {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 0, unsupportedStep("prctl(PR_SET_NO_NEW_PRIVS)", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return 0, unsupportedStep("dropping capabilities", err)
+	}
+	rs, err := newRuleset(abi, s.Network)
+	if err != nil {
+		return 0, unsupportedStep("landlock", err)
+	}
+	defer rs.close()
+	for _, r := range rules {
+		if err := rs.add(r); err != nil {
+			return 0, unsupportedStep("landlock", err)
+		}
+	}
+	if err := rs.restrictSelf(); err != nil {
+		return 0, unsupportedStep("landlock", err)
+	}
+	if err := installSeccomp(s.Network); err != nil {
+		return 0, unsupportedStep("seccomp", err)
+	}
+	if s.Probe {
+		return 0, nil
+	}
+	return startServer(s)
+}
+
+// startServer forks and execs the server from the calling thread, with the
+// helper's stdio and nothing else.
+func startServer(s *spec) (int, error) {
+	pid, err := syscall.ForkExec(s.Path, s.Argv, &syscall.ProcAttr{
+		Dir:   s.Dir,
+		Env:   s.Env,
+		Files: []uintptr{0, 1, 2},
+	})
+	if err != nil {
+		hint := ""
+		if errors.Is(err, syscall.EACCES) && !s.Off {
+			hint = " (inside the sandbox: is the program, or a library or interpreter it needs, outside the readable paths? add its directory to read)"
+		}
+		return 0, failedStep("starting the server", fmt.Errorf("exec %s: %w%s", s.Path, err, hint))
+	}
+	return pid, nil
+}
+
+func (h *helper) runOff(s *spec, lifeline *os.File) int {
+	// Orphans of the server's process tree (a daemon that double-forked
+	// and called setsid) become the helper's children, so that it can
+	// find and end them.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		h.fail(failedStep("prctl(PR_SET_CHILD_SUBREAPER)", err))
+		return exitNoConfin
+	}
+	pid, err := startServer(s)
+	if err != nil {
+		h.fail(err)
+		return exitNoExec
+	}
+	return h.supervise(pid, "none", lifeline, false)
+}
+
+// supervise is the helper's life after the server started: it is init of
+// the PID namespace (or, unconfined, a subreaper). It forwards SIGTERM and
+// SIGINT to the server, reaps every orphan, ends everything when the host
+// closes or loses the lifeline, and when the server exits it ends the rest
+// of the server's processes, reports how the server ended and exits with
+// the server's status.
+func (h *helper) supervise(server int, conf string, lifeline *os.File, confined bool) int {
+	// Only the server, its children and the host hold stdin and stdout
+	// now: the host sees EOF on stdout once the server's side is done.
+	nullStdio()
+	// A pidfd names the server even after its pid is reaped and reused.
+	pidfd, err := unix.PidfdOpen(server, 0)
+	if err != nil {
+		unix.Kill(server, unix.SIGKILL)
+		h.fail(failedStep("pidfd_open", err))
+		return exitNoConfin
+	}
+	h.send(report{Started: true, Confinement: conf})
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		for sig := range sigs {
+			unix.PidfdSendSignal(pidfd, sig.(syscall.Signal), nil, 0)
+		}
+	}()
+	go func() {
+		// The host never writes after the spec and keeps its end open
+		// for as long as it wants the server: EOF means it closed it
+		// (Close) or died.
+		io.Copy(io.Discard, lifeline)
+		if confined {
+			killNamespace()
+		} else {
+			unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+		}
+	}()
+
+	var ws unix.WaitStatus
+	for {
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			// ECHILD while the server is unreaped cannot happen; if it
+			// does, there is nothing left to wait for.
+			h.send(report{Exit: "unknown: " + err.Error()})
+			return exitNoExec
+		}
+		if pid == server {
+			break
+		}
+	}
+	signal.Stop(sigs)
+	// End what the server left behind and reap it all before reporting:
+	// an exit report that says "alone" tells the host that every process
+	// of the server is gone, so it need not wait for the kernel to tear
+	// the namespaces down (a millisecond or two).
+	var alone bool
+	if confined {
+		alone = reapNamespace(5 * time.Second)
+	} else {
+		alone = killDescendants(5 * time.Second)
+	}
+	if alone {
+		// Nothing of the server is left to write to stderr, and the host
+		// waits for its EOF: let go of the helper's copy too.
+		nullFD(2)
+	}
+	h.send(report{Exit: describeWait(ws), Alone: alone})
+	return exitCode(ws)
+}
+
+// reapNamespace kills every other process of the PID namespace and reaps
+// them, reporting whether it saw the last one go within limit. As init,
+// the helper inherits every orphan, so no child left means no process
+// left.
+func reapNamespace(limit time.Duration) bool {
+	killNamespace()
+	done := make(chan bool, 1)
+	go func() {
+		for {
+			_, err := unix.Wait4(-1, nil, 0, nil)
+			switch err {
+			case nil, unix.EINTR:
+				continue
+			case unix.ECHILD:
+				done <- true
+			default:
+				done <- false
+			}
+			return
+		}
+	}()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case ok := <-done:
+		return ok
+	case <-t.C:
+		return false
+	}
+}
+
+// killNamespace kills every other process of the helper's PID namespace.
+// kill(-1) means that only for init of the namespace; for anyone else it
+// means every process it may signal, so it is refused unless this is pid 1.
+func killNamespace() {
+	if os.Getpid() == 1 {
+		unix.Kill(-1, unix.SIGKILL)
+	}
+}
+
+// nullStdio points the helper's stdin and stdout at /dev/null. Its stderr
+// stays, for the Go runtime to report a crash.
+func nullStdio() {
+	nullFD(0)
+	nullFD(1)
+}
+
+// nullFD points descriptor fd at /dev/null.
+func nullFD(fd int) {
+	null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	unix.Dup3(null, fd, 0)
+	unix.Close(null)
+}
+
+// describeWait says how a process ended, in the words of
+// os.ProcessState.String.
+func describeWait(ws unix.WaitStatus) string {
+	switch {
+	case ws.Exited():
+		return "exit status " + strconv.Itoa(ws.ExitStatus())
+	case ws.Signaled():
+		s := "signal: " + ws.Signal().String()
+		if ws.CoreDump() {
+			s += " (core dumped)"
+		}
+		return s
+	}
+	return fmt.Sprintf("wait status %#x", uint32(ws))
+}
+
+// exitCode is the helper's exit code for a server that ended as ws.
+func exitCode(ws unix.WaitStatus) int {
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case ws.Signaled():
+		return 128 + int(ws.Signal())
+	}
+	return exitNoExec
+}
+
+// killDescendants kills every descendant of the helper and reaps them,
+// reporting whether it saw the last one go within limit. Used without a
+// PID namespace, where nothing else ends a daemon the server left behind:
+// as a subreaper the helper inherits every orphan, so repeating "kill all
+// descendants, reap" until it has no child left ends them all, even ones
+// forking meanwhile.
+func killDescendants(limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	self := os.Getpid()
+	for {
+		reapAvailable()
+		// No child left means no descendant left: an orphan would have
+		// become the helper's child.
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); err == unix.ECHILD {
+			return true
+		}
+		for _, pid := range descendants(self) {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// reapAvailable reaps every child that has already exited.
+func reapAvailable() {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			return
+		}
+	}
+}
+
+// descendants returns the pids of every process below root, found by
+// reading the parent pid of every process in /proc.
+func descendants(root int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := make(map[int][]int)
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		ppid, err := parseStatPPid(bytes.TrimSpace(b))
+		if err != nil {
+			continue
+		}
+		children[ppid] = append(children[ppid], pid)
+	}
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}

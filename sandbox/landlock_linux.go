@@ -1,0 +1,241 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// landlockABI returns the Landlock ABI version the kernel offers.
+func landlockABI() (int, error) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		switch errno {
+		case unix.ENOSYS:
+			return 0, errors.New("the kernel has no Landlock (built without CONFIG_SECURITY_LANDLOCK, or older than Linux 5.13)")
+		case unix.EOPNOTSUPP:
+			return 0, errors.New("the kernel has Landlock disabled at boot (add landlock to the lsm= kernel parameter)")
+		}
+		return 0, fmt.Errorf("landlock_create_ruleset(version): %w", errno)
+	}
+	return int(v), nil
+}
+
+// Landlock access rights, grouped.
+const (
+	llExecute  = unix.LANDLOCK_ACCESS_FS_EXECUTE
+	llReadFile = unix.LANDLOCK_ACCESS_FS_READ_FILE
+	llReadDir  = unix.LANDLOCK_ACCESS_FS_READ_DIR
+	llWrite    = unix.LANDLOCK_ACCESS_FS_WRITE_FILE
+	llTruncate = unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	llIoctlDev = unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+
+	// llFileRights are the only rights a rule on a file (not a
+	// directory) may carry.
+	llFileRights = llExecute | llWrite | llReadFile | llTruncate | llIoctlDev
+	// llReadRights lets a server read and run what lies beneath.
+	llReadRights = llExecute | llReadFile | llReadDir
+	// llDeviceRights is what /dev/null and its kind need: a shell's
+	// "> /dev/null" opens with O_TRUNC.
+	llDeviceRights = llReadFile | llWrite | llTruncate | llIoctlDev
+)
+
+// llHandledFS returns the filesystem rights Landlock ABI abi can restrict.
+// Handling every right the kernel knows is what makes the ruleset deny by
+// default; rights newer than abi must be left out or the kernel refuses
+// the ruleset with EINVAL.
+func llHandledFS(abi int) uint64 {
+	r := uint64(unix.LANDLOCK_ACCESS_FS_EXECUTE |
+		unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_DIR |
+		unix.LANDLOCK_ACCESS_FS_REMOVE_DIR |
+		unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
+		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_REG |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO |
+		unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM)
+	if abi >= 2 {
+		// Without REFER handled (ABI 1) the kernel denies every rename
+		// and link across directories: safe, but it breaks "mv a/x b/".
+		r |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if abi >= 3 {
+		// Below ABI 3 truncate(2) is not mediated; the read-only mounts
+		// of the mount namespace cover that gap.
+		r |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 5 {
+		r |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	if abi >= 9 {
+		// connect(2) to a pathname unix socket, which older ABIs leave to
+		// the mount namespace's hiding: only sockets beneath a writable
+		// path (or made by the server itself) stay reachable.
+		r |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+	}
+	return r
+}
+
+// llRulesetAttr is struct landlock_ruleset_attr up to ABI 6. x/sys's
+// LandlockRulesetAttr has fields of later ABIs; the kernel accepts a
+// larger struct only when the extra fields are zero, so this one is passed
+// with exactly the size the ABI in use knows.
+type llRulesetAttr struct {
+	handledFS  uint64
+	handledNet uint64
+	scoped     uint64
+}
+
+// llRule is one path rule: an O_PATH descriptor and the rights beneath it.
+type llRule struct {
+	path   string
+	fd     int
+	isDir  bool
+	access uint64
+}
+
+// llRuleset is a Landlock ruleset being built.
+type llRuleset struct {
+	fd      int
+	abi     int
+	handled uint64
+}
+
+// newRuleset creates a ruleset for ABI abi. With network false it also
+// handles TCP bind and connect (ABI 4+) with no rule allowing any port; it
+// always scopes abstract unix sockets and signals to the domain (ABI 6+).
+func newRuleset(abi int, network bool) (*llRuleset, error) {
+	attr := llRulesetAttr{handledFS: llHandledFS(abi)}
+	size := unsafe.Sizeof(attr.handledFS)
+	if abi >= 4 {
+		if !network {
+			attr.handledNet = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+		}
+		size = unsafe.Offsetof(attr.scoped)
+	}
+	if abi >= 6 {
+		attr.scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+		size = unsafe.Sizeof(attr)
+	}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	if errno != 0 {
+		return nil, fmt.Errorf("landlock_create_ruleset: %w", errno)
+	}
+	return &llRuleset{fd: int(fd), abi: abi, handled: attr.handledFS}, nil
+}
+
+// add allows access beneath the path open as fd (or on the file itself).
+// Rights the ABI does not handle are dropped, and so are directory rights
+// for a file, which the kernel would refuse.
+func (rs *llRuleset) add(r llRule) error {
+	access := r.access & rs.handled
+	if !r.isDir {
+		access &= llFileRights
+	}
+	if access == 0 {
+		return nil
+	}
+	// The kernel's struct is packed (12 bytes) and reads only that much;
+	// x/sys's Go struct has the same layout plus tail padding.
+	attr := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(r.fd)}
+	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rs.fd), unix.LANDLOCK_RULE_PATH_BENEATH,
+		uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("landlock_add_rule %s: %w", r.path, errno)
+	}
+	return nil
+}
+
+// restrictSelf enforces the ruleset on the calling thread, which must
+// already have no_new_privs set. It applies to this thread only (this
+// kernel refuses LANDLOCK_RESTRICT_SELF_TSYNC) and to what it starts.
+func (rs *llRuleset) restrictSelf() error {
+	_, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(rs.fd), 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", errno)
+	}
+	return nil
+}
+
+func (rs *llRuleset) close() { unix.Close(rs.fd) }
+
+// deviceFiles are the device files every server may read and write.
+func deviceFiles() []string {
+	return []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+}
+
+// openRules opens a descriptor for every path the server is granted, in
+// the helper's mount namespace. Read paths that do not exist are skipped
+// (a system directory this distribution does not have, a device it lacks);
+// a missing write path is an error, because the host checked that it
+// existed.
+func openRules(s *spec) (rules []llRule, err error) {
+	defer func() {
+		if err != nil {
+			closeRules(rules)
+			rules = nil
+		}
+	}()
+	type grant struct {
+		path      string
+		access    uint64
+		mustExist bool
+	}
+	var grants []grant
+	for _, p := range s.Read {
+		grants = append(grants, grant{p, llReadRights, false})
+	}
+	for _, p := range s.Write {
+		grants = append(grants, grant{p, ^uint64(0), true})
+	}
+	for _, p := range deviceFiles() {
+		grants = append(grants, grant{p, llDeviceRights, false})
+	}
+	// The private /dev/shm the helper mounted, for POSIX shared memory and
+	// semaphores.
+	grants = append(grants, grant{"/dev/shm", ^uint64(0), false})
+	for _, g := range grants {
+		fd, err := openNoSymlinks(g.path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) && !g.mustExist {
+				continue
+			}
+			return rules, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return rules, fmt.Errorf("fstat %s: %w", g.path, err)
+		}
+		rules = append(rules, llRule{path: g.path, fd: fd, isDir: st.Mode&unix.S_IFMT == unix.S_IFDIR, access: g.access})
+	}
+	return rules, nil
+}
+
+func closeRules(rules []llRule) {
+	for _, r := range rules {
+		unix.Close(r.fd)
+	}
+}
+
+// openNoSymlinks opens p as an O_PATH descriptor without following any
+// symbolic link. Spec paths are resolved on the host; a link found here
+// means the tree changed in between (perhaps by another server with write
+// access), and following it could grant a place nobody chose.
+func openNoSymlinks(p string) (int, error) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	return fd, nil
+}

@@ -1,0 +1,252 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// ErrUnsupported is wrapped by the error of Start and Probe when this
+// system cannot confine a server: no Landlock (or it is disabled), no
+// seccomp filter for this architecture, namespaces refused (unprivileged
+// user namespaces disabled, a restrictive container), or not Linux. The
+// error's text says which, and how to opt out.
+var ErrUnsupported = errors.New("sandbox: this system cannot confine the server")
+
+// ErrInvalidConfig is wrapped by the error of Start when the Config cannot
+// be used as given: an empty command, a relative or missing path, a
+// writable path that would expose the home directory, a protected path that
+// does not exist yet inside a writable one, and so on. The error's text
+// names the field and the value.
+var ErrInvalidConfig = errors.New("sandbox: invalid config")
+
+// Config describes one server process. It is plain data; the zero value of
+// every field is the safe default (confined, no network, nothing extra
+// granted).
+type Config struct {
+	// Name is the server's name, used in error text and in the name of
+	// its temporary directory.
+	Name string
+	// Argv is the command, run without a shell. Argv[0] is looked up
+	// through the PATH of the scrubbed environment (absolute entries
+	// only); with a slash it is taken relative to Worktree.
+	Argv []string
+	// Worktree is the server's working directory, which it may read and
+	// write. Absolute; it must exist and must not contain the home
+	// directory.
+	Worktree string
+	// Env are variables added to the scrubbed environment, overriding it
+	// (except TMPDIR, TMP and TEMP).
+	Env map[string]string
+	// EnvPass names variables copied from HostEnv when present.
+	EnvPass []string
+	// HostEnv is the environment to scrub; nil means os.Environ().
+	HostEnv []string
+	// Read are extra paths the server may read and execute. Absolute
+	// (expand ~ first); they must exist.
+	Read []string
+	// Write are extra paths the server may read, write and execute.
+	// Absolute; they must exist.
+	Write []string
+	// Protect are absolute paths that must stay unwritable and
+	// unreplaceable by the server even when they lie inside Worktree or a
+	// Write path (the state directory, the agent's config file). Inside a
+	// writable path a protected path must already exist; outside every
+	// writable path nothing is needed, and a path that does not exist is
+	// fine. See the package documentation for what this does not cover.
+	Protect []string
+	// Network false (the default) gives the server no network at all:
+	// no TCP, UDP, MPTCP, raw, packet or netlink socket, only unix
+	// sockets. True gives it the host's network.
+	Network bool
+	// Off runs the server unconfined: only the scrubbed environment, the
+	// private TMPDIR and the lifetime guarantees remain (Read, Write,
+	// Protect and Network are ignored). It is the user's explicit
+	// `sandbox = "off"`, a risk; Confinement then reports "none".
+	Off bool
+	// Stderr receives the server's standard error; nil discards it. An
+	// *os.File is handed to the server as its descriptor 2 (so the server
+	// can also seek or truncate it); any other writer, such as a bounded
+	// buffer, is fed by a goroutine and sees only what the server writes.
+	Stderr io.Writer
+}
+
+// Process is a running server started by Start. Its methods are safe for
+// concurrent use.
+type Process struct {
+	name        string
+	off         bool
+	stdin       *os.File
+	stdout      *os.File
+	confinement string
+	tempDir     string
+	helper      *os.Process
+	// lifeline is the host's end of the spec pipe. The helper ends the
+	// server when it reads EOF: when Close closes it, or when the host
+	// dies and the kernel closes it.
+	lifeline   *os.File
+	done       chan struct{} // closed when the server and all it started are gone
+	doneOnce   sync.Once
+	reportDone chan struct{} // closed when the helper's reports are read
+	stderrDone chan struct{} // closed when the stderr copy ends; nil without one
+
+	mu         sync.Mutex
+	reported   string // how the server ended, as the helper reported it
+	exitStatus string // set when done closes
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Stdin returns the server's standard input. Closing it tells a well
+// behaved server to exit.
+func (p *Process) Stdin() io.WriteCloser { return p.stdin }
+
+// Stdout returns the server's standard output. Close closes it.
+func (p *Process) Stdout() io.ReadCloser { return p.stdout }
+
+// Confinement describes how the server is confined, for people to read:
+// for example "landlock-v7+seccomp+pidns+mntns+ipcns+netns" ("+userns"
+// when the host is not root, no "+netns" with the network on), or "none"
+// for Config.Off.
+func (p *Process) Confinement() string { return p.confinement }
+
+// TempDir returns the server's private temporary directory (its TMPDIR),
+// created by Start and removed by Close.
+func (p *Process) TempDir() string { return p.tempDir }
+
+// Done returns a channel closed once the server has exited or been
+// killed, and with it every process it started.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitStatus describes how the server ended, in the words of
+// os.ProcessState ("exit status 3", "signal: killed"). It is "" until Done
+// is closed.
+func (p *Process) ExitStatus() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitStatus
+}
+
+// How long Close waits for the kernel or the helper to end the server's
+// processes after it asked, and for the last of the server's stderr.
+const (
+	killWait   = 10 * time.Second
+	stderrWait = 2 * time.Second
+)
+
+// Close ends the server and every process it started (daemons that called
+// setsid and double-forked included), waits for them, closes Stdin and
+// Stdout and removes TempDir. It first closes Stdin and gives the server up
+// to grace to exit on its own, then kills everything.
+//
+// Close is idempotent and safe to call concurrently and after the server
+// died; every call returns the first call's result. It returns within
+// grace plus twelve seconds, even if processes refuse to die (stuck in the
+// kernel: its error then says so) or a writer given as Config.Stderr
+// blocks.
+func (p *Process) Close(grace time.Duration) error {
+	p.closeOnce.Do(func() { p.closeErr = p.close(grace) })
+	return p.closeErr
+}
+
+func (p *Process) close(grace time.Duration) error {
+	var errs []error
+	closeQuietly(p.stdin)
+	if grace > 0 {
+		t := time.NewTimer(grace)
+		select {
+		case <-p.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	select {
+	case <-p.done:
+	default:
+		if err := p.kill(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	closeQuietly(p.lifeline)
+	if p.stderrDone != nil {
+		select {
+		case <-p.stderrDone:
+		case <-time.After(stderrWait):
+		}
+	}
+	closeQuietly(p.stdout)
+	if p.tempDir != "" {
+		if err := removeAll(p.tempDir); err != nil {
+			errs = append(errs, fmt.Errorf("removing the temporary directory: %w", err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("sandbox: server %q: closing: %w", p.name, errors.Join(errs...))
+	}
+	return nil
+}
+
+// kill ends the server's processes and waits, at most killWait, for Done.
+func (p *Process) kill() error {
+	if !p.off {
+		// The helper is init of the server's PID namespace: when it dies
+		// the kernel kills everything else in the namespace.
+		p.helper.Kill()
+		return p.waitDone(killWait)
+	}
+	// Unconfined, only the helper knows the server's processes: closing
+	// the lifeline makes it kill them all, then exit. (It gives up after
+	// five seconds; that it has not exited by then means it is stuck.)
+	closeQuietly(p.lifeline)
+	if err := p.waitDone(killWait * 3 / 4); err == nil {
+		return nil
+	}
+	p.helper.Kill()
+	if err := p.waitDone(killWait / 4); err != nil {
+		return err
+	}
+	return errors.New("the helper did not end the server's processes in time and was killed; some may survive")
+}
+
+// waitDone waits up to limit for Done.
+func (p *Process) waitDone(limit time.Duration) error {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("the server's processes did not exit within %v of being killed", limit)
+	}
+}
+
+func closeQuietly(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
+}
+
+// removeAll removes the tree at dir even where the server took away the
+// permissions needed to remove it (a directory without write or search
+// permission), as the server's own files are the host user's.
+func removeAll(dir string) error {
+	err := os.RemoveAll(dir)
+	if err == nil {
+		return nil
+	}
+	// WalkDir calls the function for a directory before reading it, so
+	// restoring the permissions there lets it read on.
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, _ error) error {
+		if d != nil && d.IsDir() {
+			os.Chmod(path, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}

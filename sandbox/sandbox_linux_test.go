@@ -1,0 +1,1130 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestEnvScrubbed: the server sees the allowlist, env and env_pass, and
+// the private TMPDIR, and nothing else of the host's environment, confined
+// or not.
+func TestEnvScrubbed(t *testing.T) {
+	requireConfinement(t)
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("off=%v", off), func(t *testing.T) {
+			home := t.TempDir()
+			s := startHostile(t, Config{
+				Worktree: t.TempDir(),
+				Off:      off,
+				HostEnv: []string{
+					"PATH=/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8",
+					"AWS_SECRET_ACCESS_KEY=hunter2", "GITHUB_TOKEN=ghp_x", "SSH_AUTH_SOCK=/tmp/agent",
+					"NOTES_TOKEN=pass-me", "TMPDIR=/host/tmp", "LD_PRELOAD=/evil.so",
+				},
+				EnvPass: []string{"NOTES_TOKEN", "NOT_SET"},
+				Env:     map[string]string{"NOTES_MODE": "ro", "TMPDIR": "/not/private"},
+			})
+			got := strings.Split(s.must("env").Out, "\n")
+			sort.Strings(got)
+			tmp := s.p.TempDir()
+			want := []string{
+				"HOME=" + home, "LANG=C.UTF-8", "NOTES_MODE=ro", "NOTES_TOKEN=pass-me", "PATH=/usr/bin:/bin",
+				"TEMP=" + tmp, "TMP=" + tmp, "TMPDIR=" + tmp,
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("server env:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if !strings.HasPrefix(filepath.Base(tmp), "mcphost-hostile-") {
+				t.Errorf("TempDir %s: want a private mcphost-hostile-* directory", tmp)
+			}
+			s.must("write", filepath.Join(tmp, "scratch"))
+		})
+	}
+}
+
+// TestFilesystem: what the server may and may not read, write, run and
+// change, with Landlock and the mount namespace together.
+func TestFilesystem(t *testing.T) {
+	requireConfinement(t)
+	wt := t.TempDir()
+	home := t.TempDir()
+	mkfile(t, filepath.Join(home, ".ssh", "id_ed25519"), "SECRET KEY")
+	mkfile(t, filepath.Join(home, ".cache", "notes", "n.txt"), "granted")
+	writable := t.TempDir()
+	outside := t.TempDir()
+	mkfile(t, filepath.Join(outside, "secret"), "SECRET")
+	mkfile(t, filepath.Join(wt, "a", "f"), "movable")
+	if err := os.Mkdir(filepath.Join(wt, "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Single files granted, next to files that are not.
+	singles := t.TempDir()
+	oneRead := filepath.Join(singles, "read.json")
+	oneWrite := filepath.Join(singles, "write.log")
+	besides := filepath.Join(singles, "besides")
+	mkfile(t, oneRead, "readable")
+	mkfile(t, oneWrite, "")
+	mkfile(t, besides, "SECRET")
+
+	s := startHostile(t, Config{
+		Worktree: wt,
+		HostEnv:  []string{"PATH=/usr/bin:/bin", "HOME=" + home},
+		Read:     []string{filepath.Join(home, ".cache", "notes"), oneRead},
+		Write:    []string{writable, oneWrite},
+	})
+	tmp := s.p.TempDir()
+	notes := filepath.Join(home, ".cache", "notes", "n.txt")
+	s.check(t, []op{
+		{name: "write worktree", op: "write", args: []string{filepath.Join(wt, "new")}, ok: true},
+		{name: "write TMPDIR", op: "write", args: []string{filepath.Join(tmp, "x")}, ok: true},
+		{name: "write a write path", op: "write", args: []string{filepath.Join(writable, "x")}, ok: true},
+		{name: "write and truncate /dev/null", op: "write", args: []string{"/dev/null"}, ok: true},
+		{name: "write private /dev/shm", op: "write", args: []string{"/dev/shm/x"}, ok: true},
+		{name: "move a file between worktree directories", op: "rename", args: []string{filepath.Join(wt, "a", "f"), filepath.Join(wt, "b", "f")}, ok: true},
+		{name: "read /etc", op: "read", args: []string{"/etc/passwd"}, ok: true},
+		{name: "run a system program", op: "exec", args: []string{"/bin/true"}, ok: true},
+		{name: "read a read path in HOME", op: "read", args: []string{notes}, ok: true},
+		{name: "list its own program's directory", op: "readdir", args: []string{fixtureDir}, ok: true},
+		{name: "read a single granted file", op: "read", args: []string{oneRead}, ok: true},
+		{name: "append to a single writable file", op: "append", args: []string{oneWrite}, ok: true},
+		{name: "read beside single granted files", op: "read", args: []string{besides}},
+		{name: "write a single read-only file", op: "write", args: []string{oneRead}},
+
+		{name: "read a secret in HOME", op: "read", args: []string{filepath.Join(home, ".ssh", "id_ed25519")}},
+		{name: "list HOME", op: "readdir", args: []string{home}},
+		{name: "write HOME", op: "write", args: []string{filepath.Join(home, "planted")}},
+		{name: "read outside in /tmp", op: "read", args: []string{filepath.Join(outside, "secret")}},
+		{name: "write outside in /tmp", op: "write", args: []string{filepath.Join(outside, "planted")}},
+		{name: "list /tmp", op: "readdir", args: []string{"/tmp"}},
+		{name: "write /etc", op: "write", args: []string{"/etc/mcphost-planted"}, errnos: []string{"EROFS", "EACCES"}},
+		{name: "write /usr", op: "write", args: []string{"/usr/mcphost-planted"}, errnos: []string{"EROFS", "EACCES"}},
+		{name: "write a read path", op: "write", args: []string{notes}, errnos: []string{"EROFS", "EACCES"}},
+		{name: "truncate a read path", op: "truncate", args: []string{notes}, errnos: []string{"EROFS", "EACCES"}},
+		{name: "chmod its own program", op: "chmod", args: []string{hostilePath()}, errnos: []string{"EROFS"}},
+		{name: "write its program's directory", op: "write", args: []string{filepath.Join(fixtureDir, "planted")}},
+		// Visible but not granted: only Landlock stands in the way.
+		{name: "list /var (Landlock)", op: "readdir", args: []string{"/var"}, errnos: []string{"EACCES"}},
+		{name: "write /proc/self/comm (Landlock)", op: "write", args: []string{"/proc/self/comm"}, errnos: []string{"EACCES"}},
+	})
+	// A link the server plants in its worktree does not lead outside.
+	s.must("symlink", filepath.Join(home, ".ssh", "id_ed25519"), filepath.Join(wt, "link"))
+	if r := s.do("read", filepath.Join(wt, "link")); r.OK {
+		t.Errorf("read through a planted symlink returned %q", r.Out)
+	}
+	for _, p := range []string{filepath.Join(home, "planted"), filepath.Join(outside, "planted"), "/etc/mcphost-planted", "/usr/mcphost-planted"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s exists on the host", p)
+			os.Remove(p)
+		}
+	}
+	if got, _ := os.ReadFile(notes); string(got) != "granted" {
+		t.Errorf("read path content is now %q", got)
+	}
+}
+
+// TestLandlockABIs: with the Landlock ABI capped at every version up to
+// the kernel's, the rights are dropped as needed, the ruleset is accepted,
+// and writes stay confined; what older ABIs lack (truncate) is covered by
+// the read-only mounts.
+func TestLandlockABIs(t *testing.T) {
+	requireConfinement(t)
+	max := kernelABI(t)
+	for abi := 1; abi <= max; abi++ {
+		t.Run(fmt.Sprintf("v%d", abi), func(t *testing.T) {
+			wt := t.TempDir()
+			ro := t.TempDir()
+			mkfile(t, filepath.Join(ro, "f"), "keep")
+			mkfile(t, filepath.Join(wt, "a", "f"), "x")
+			if err := os.Mkdir(filepath.Join(wt, "b"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			s := startHostileOpts(t, Config{Worktree: wt, Read: []string{ro}}, startOptions{maxABI: abi})
+			if want := fmt.Sprintf("landlock-v%d+", abi); !strings.HasPrefix(s.p.Confinement(), want) {
+				t.Errorf("Confinement %q, want prefix %q", s.p.Confinement(), want)
+			}
+			// Without REFER (ABI 1) Landlock refuses every rename across
+			// directories.
+			var moveErrnos []string
+			if abi == 1 {
+				moveErrnos = []string{"EXDEV"}
+			}
+			s.check(t, []op{
+				{name: "write worktree", op: "write", args: []string{filepath.Join(wt, "new")}, ok: true},
+				{name: "write /dev/null", op: "write", args: []string{"/dev/null"}, ok: true},
+				{name: "move between directories", op: "rename", args: []string{filepath.Join(wt, "a", "f"), filepath.Join(wt, "b", "f")}, ok: abi >= 2, errnos: moveErrnos},
+				{name: "write a read path", op: "write", args: []string{filepath.Join(ro, "f")}, errnos: []string{"EROFS", "EACCES"}},
+				{name: "truncate a read path", op: "truncate", args: []string{filepath.Join(ro, "f")}, errnos: []string{"EROFS", "EACCES"}},
+				{name: "write /proc/self/comm", op: "write", args: []string{"/proc/self/comm"}, errnos: []string{"EACCES"}},
+				{name: "list /var", op: "readdir", args: []string{"/var"}, errnos: []string{"EACCES"}},
+			})
+			if got, _ := os.ReadFile(filepath.Join(ro, "f")); string(got) != "keep" {
+				t.Errorf("read-only file is now %q", got)
+			}
+		})
+	}
+}
+
+// TestNetworkOff: no TCP, UDP, MPTCP, raw, packet or netlink socket leaves
+// a server without network; unix sockets in its worktree still work.
+func TestNetworkOff(t *testing.T) {
+	requireConfinement(t)
+	tcp, tcpGot := listenTCP(t)
+	udp, udpGot := listenUDP(t)
+	wt := t.TempDir()
+	s := startHostile(t, Config{Worktree: wt})
+	const (
+		afUnix, afInet, afInet6, afNetlink, afPacket = "1", "2", "10", "16", "17"
+		sockStream, sockDgram, sockRaw               = "1", "2", "3"
+	)
+	s.check(t, []op{
+		{name: "tcp to a host listener", op: "tcp", args: []string{tcp}},
+		{name: "udp to a host listener", op: "udp", args: []string{udp}},
+		{name: "tcp socket", op: "socket", args: []string{afInet, sockStream, "0"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "tcp6 socket", op: "socket", args: []string{afInet6, sockStream, "0"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "udp socket", op: "socket", args: []string{afInet, sockDgram, "0"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "mptcp socket", op: "socket", args: []string{afInet, sockStream, "262"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "raw socket", op: "socket", args: []string{afInet, sockRaw, "1"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "packet socket", op: "socket", args: []string{afPacket, sockRaw, "0"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "netlink socket", op: "socket", args: []string{afNetlink, sockRaw, "0"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "unix socket", op: "socket", args: []string{afUnix, sockStream, "0"}, ok: true},
+		{name: "listen in the worktree", op: "listen-unix", args: []string{filepath.Join(wt, "s.sock")}, ok: true},
+		{name: "connect in the worktree", op: "unix", args: []string{filepath.Join(wt, "s.sock")}, ok: true},
+	})
+	if n := tcpGot(); n != 0 {
+		t.Errorf("the TCP listener accepted %d connections", n)
+	}
+	if n := udpGot(); n != 0 {
+		t.Errorf("the UDP listener received %d packets", n)
+	}
+}
+
+// TestNetworkOn: with Network, the host's network really works.
+func TestNetworkOn(t *testing.T) {
+	requireConfinement(t)
+	tcp, tcpGot := listenTCP(t)
+	s := startHostile(t, Config{Worktree: t.TempDir(), Network: true})
+	if strings.Contains(s.p.Confinement(), "netns") {
+		t.Errorf("Confinement %q has netns with the network on", s.p.Confinement())
+	}
+	s.must("tcp", tcp)
+	deadline := time.Now().Add(10 * time.Second)
+	for tcpGot() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if tcpGot() == 0 {
+		t.Error("the TCP listener saw no connection")
+	}
+}
+
+// listenTCP listens on 127.0.0.1 in the host's network namespace and
+// counts accepted connections.
+func listenTCP(t *testing.T) (string, func() int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var mu sync.Mutex
+	n := 0
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			n++
+			mu.Unlock()
+			c.Close()
+		}
+	}()
+	return l.Addr().String(), func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+// listenUDP listens on 127.0.0.1 and counts received packets.
+func listenUDP(t *testing.T) (string, func() int) {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var mu sync.Mutex
+	n := 0
+	go func() {
+		buf := make([]byte, 100)
+		for {
+			if _, _, err := c.ReadFrom(buf); err != nil {
+				return
+			}
+			mu.Lock()
+			n++
+			mu.Unlock()
+		}
+	}()
+	return c.LocalAddr().String(), func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+// listenUnix listens on a unix socket at path (or an abstract one for a
+// name starting with "@") and accepts forever.
+func listenUnix(t *testing.T, path string) {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+}
+
+// TestUnixSocketsHidden: listening unix sockets outside the worktree (an
+// SSH agent in /tmp, a daemon in /run, one in HOME, an abstract one) are
+// out of reach, with the network off or on.
+func TestUnixSocketsHidden(t *testing.T) {
+	conf := requireConfinement(t)
+	home := t.TempDir()
+	agent := filepath.Join(t.TempDir(), "agent.sock")
+	listenUnix(t, agent)
+	inHome := filepath.Join(home, "gpg.sock")
+	listenUnix(t, inHome)
+	abstract := fmt.Sprintf("@mcphost-test-%d", os.Getpid())
+	listenUnix(t, abstract)
+	sockets := []string{agent, inHome, abstract}
+	daemon := ""
+	if run, err := os.MkdirTemp("/run", "mcphost-test-"); err != nil {
+		t.Logf("no socket in /run (%v): that case is not tested", err)
+	} else {
+		t.Cleanup(func() { os.RemoveAll(run) })
+		daemon = filepath.Join(run, "docker.sock")
+		listenUnix(t, daemon)
+		sockets = append(sockets, daemon)
+	}
+
+	// The test can reach each of them: the sockets work.
+	for _, p := range sockets {
+		c, err := net.Dial("unix", p)
+		if err != nil {
+			t.Fatalf("the test itself cannot connect to %s: %v", p, err)
+		}
+		c.Close()
+	}
+	for _, network := range []bool{false, true} {
+		t.Run(fmt.Sprintf("network=%v", network), func(t *testing.T) {
+			s := startHostile(t, Config{
+				Worktree: t.TempDir(),
+				Network:  network,
+				HostEnv:  []string{"PATH=/usr/bin:/bin", "HOME=" + home},
+			})
+			ops := []op{
+				{name: "ssh agent in /tmp", op: "unix", args: []string{agent}},
+				{name: "socket in HOME", op: "unix", args: []string{inHome}},
+			}
+			if daemon != "" {
+				ops = append(ops, op{name: "daemon in /run", op: "unix", args: []string{daemon}})
+			}
+			// With the network off the abstract socket is in another
+			// network namespace; with it on, Landlock's scope (ABI 6+)
+			// keeps the server from reaching it.
+			if !network || !strings.HasPrefix(conf, "landlock-v") || abiOf(conf) >= 6 {
+				ops = append(ops, op{name: "abstract socket", op: "unix", args: []string{abstract}})
+			} else {
+				t.Logf("Landlock ABI %d has no abstract socket scope: a server with network can reach abstract sockets", abiOf(conf))
+			}
+			s.check(t, ops)
+		})
+	}
+}
+
+// abiOf extracts N from a "landlock-vN+..." confinement string.
+func abiOf(conf string) int {
+	s := strings.TrimPrefix(conf, "landlock-v")
+	if i := strings.IndexByte(s, '+'); i >= 0 {
+		s = s[:i]
+	}
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// TestPrivileges: no capabilities (for root too), no_new_privs, a seccomp
+// filter, no keyring, no io_uring, no terminal, no signals out of the
+// sandbox.
+func TestPrivileges(t *testing.T) {
+	conf := requireConfinement(t)
+	s := startHostile(t, Config{Worktree: t.TempDir()})
+	status := s.must("status").Out
+	for field, want := range map[string]string{
+		"CapInh": "0000000000000000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000",
+		"CapBnd": "0000000000000000", "CapAmb": "0000000000000000",
+		"NoNewPrivs": "1", "Seccomp": "2",
+	} {
+		if got := statusField(status, field); got != want {
+			t.Errorf("%s: %q, want %q", field, got, want)
+		}
+	}
+	ops := []op{
+		{name: "keyring", op: "keyctl", errnos: []string{"ENOSYS"}},
+		{name: "io_uring", op: "io_uring", errnos: []string{"ENOSYS"}},
+		{name: "controlling terminal", op: "tty"},
+	}
+	if abiOf(conf) >= 6 {
+		// The helper (pid 1) forwards SIGTERM to the server: reaching it
+		// would let the server be killed by a process it spawned. Landlock's
+		// signal scope stops the signal.
+		ops = append(ops, op{name: "signal its init", op: "kill", args: []string{"1", strconv.Itoa(int(syscall.SIGTERM))}, errnos: []string{"EPERM"}})
+	}
+	s.check(t, ops)
+}
+
+// TestProcIsolation: the fresh /proc shows only the sandbox's processes,
+// and the helper's environment is unreadable.
+func TestProcIsolation(t *testing.T) {
+	requireConfinement(t)
+	s := startHostile(t, Config{Worktree: t.TempDir()})
+	pids := strings.Fields(s.must("pids").Out)
+	if len(pids) != 2 || pids[0] != "1" {
+		t.Errorf("/proc lists processes %v, want the helper (1) and the server", pids)
+	}
+	if r := s.do("read", "/proc/1/environ"); r.OK {
+		t.Errorf("read the helper's environment: %q", r.Out)
+	}
+	if r := s.do("read", fmt.Sprintf("/proc/%d/environ", os.Getpid())); r.OK && r.Out != "" {
+		t.Errorf("read a host process's environment through /proc")
+	}
+}
+
+// TestProtect: a protected file or directory inside the writable worktree
+// cannot be written, truncated, renamed, removed or replaced, nor moved
+// away with its parent; the rest of the worktree stays writable.
+func TestProtect(t *testing.T) {
+	requireConfinement(t)
+	wt := t.TempDir()
+	cfgFile := filepath.Join(wt, "agent.toml")
+	state := filepath.Join(wt, ".mcphost")
+	pins := filepath.Join(state, "mcp-reviewed.json")
+	deep := filepath.Join(wt, "sub", "deeper", "cfg")
+	mkfile(t, cfgFile, "original")
+	mkfile(t, pins, "{}")
+	mkfile(t, deep, "original")
+	mkfile(t, filepath.Join(wt, "forgery"), "forged")
+
+	s := startHostile(t, Config{Worktree: wt, Protect: []string{cfgFile, state, deep}})
+	s.check(t, []op{
+		{name: "write the file", op: "write", args: []string{cfgFile}, errnos: []string{"EROFS"}},
+		{name: "append to the file", op: "append", args: []string{cfgFile}, errnos: []string{"EROFS"}},
+		{name: "truncate the file", op: "truncate", args: []string{cfgFile}, errnos: []string{"EROFS"}},
+		{name: "chmod the file", op: "chmod", args: []string{cfgFile}, errnos: []string{"EROFS"}},
+		{name: "remove the file", op: "remove", args: []string{cfgFile}, errnos: []string{"EBUSY"}},
+		{name: "rename the file away", op: "rename", args: []string{cfgFile, filepath.Join(wt, "moved")}, errnos: []string{"EBUSY"}},
+		{name: "rename a forgery over the file", op: "rename", args: []string{filepath.Join(wt, "forgery"), cfgFile}, errnos: []string{"EBUSY"}},
+		{name: "write the state file", op: "write", args: []string{pins}, errnos: []string{"EROFS"}},
+		{name: "create in the state directory", op: "write", args: []string{filepath.Join(state, "new")}, errnos: []string{"EROFS"}},
+		{name: "rename the state directory", op: "rename", args: []string{state, filepath.Join(wt, "moved")}, errnos: []string{"EBUSY"}},
+		{name: "write the deep file", op: "write", args: []string{deep}, errnos: []string{"EROFS"}},
+		{name: "rename the deep file's grandparent", op: "rename", args: []string{filepath.Join(wt, "sub"), filepath.Join(wt, "moved")}, errnos: []string{"EBUSY"}},
+		// A pinned directory is a mount point of its own: moving out of it
+		// is a move across mounts.
+		{name: "rename the deep file's parent", op: "rename", args: []string{filepath.Join(wt, "sub", "deeper"), filepath.Join(wt, "moved")}, errnos: []string{"EBUSY", "EXDEV"}},
+		{name: "write the rest of the worktree", op: "write", args: []string{filepath.Join(wt, "other")}, ok: true},
+		{name: "create beside the deep file", op: "write", args: []string{filepath.Join(wt, "sub", "deeper", "other")}, ok: true},
+	})
+	for p, want := range map[string]string{cfgFile: "original", pins: "{}", deep: "original"} {
+		if got, err := os.ReadFile(p); err != nil || string(got) != want {
+			t.Errorf("%s on the host: %q, %v; want %q", p, got, err, want)
+		}
+	}
+	// The host itself is not in the server's mount namespace.
+	if err := os.WriteFile(pins, []byte(`{"a":1}`), 0o644); err != nil {
+		t.Errorf("the host cannot write its own state file: %v", err)
+	}
+}
+
+// TestStartErrors: a bad config or a server that cannot run gives a clear
+// error and leaves no temporary directory behind.
+func TestStartErrors(t *testing.T) {
+	requireConfinement(t)
+	wt := t.TempDir()
+	home := t.TempDir()
+	elsewhere := t.TempDir()
+	mkfile(t, filepath.Join(wt, "notexec"), "data")
+	mkfile(t, filepath.Join(wt, "badinterp"), "#!/nonexistent/interpreter\n")
+	if err := os.Chmod(filepath.Join(wt, "badinterp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mkfile(t, filepath.Join(elsewhere, "cfg"), "x")
+	if err := os.Symlink(filepath.Join(elsewhere, "cfg"), filepath.Join(wt, "link")); err != nil {
+		t.Fatal(err)
+	}
+	projectInHome := filepath.Join(home, "project")
+	if err := os.Mkdir(projectInHome, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name    string
+		cfg     Config
+		invalid bool   // wraps ErrInvalidConfig
+		text    string // the error says this
+	}{
+		{"empty command", Config{Argv: []string{}}, true, "empty command"},
+		{"relative worktree", Config{Worktree: "rel"}, true, "not an absolute path"},
+		{"missing worktree", Config{Worktree: filepath.Join(wt, "missing")}, true, "does not exist"},
+		{"relative read path", Config{Read: []string{"~/x"}}, true, "not an absolute path"},
+		{"missing read path", Config{Read: []string{filepath.Join(wt, "missing")}}, true, "does not exist"},
+		{"missing write path", Config{Write: []string{filepath.Join(wt, "missing")}}, true, "does not exist"},
+		{"writable /", Config{Write: []string{"/"}}, true, "writable path is /"},
+		{"writable /proc", Config{Write: []string{"/proc/self"}}, true, "/proc"},
+		{"worktree is HOME", Config{Worktree: home}, true, "home directory"},
+		{"write path contains HOME", Config{Write: []string{filepath.Dir(home)}}, true, "home directory"},
+		{"missing protect path in the worktree", Config{Protect: []string{filepath.Join(wt, ".mcphost", "state")}}, true, "create it before"},
+		{"protect path through a link in the worktree", Config{Protect: []string{filepath.Join(wt, "link")}}, true, "symbolic link"},
+		{"protect path containing the worktree", Config{Worktree: projectInHome, Protect: []string{home}, HostEnv: []string{"PATH=/usr/bin:/bin"}}, true, "contains the writable path"},
+		{"bad env name", Config{Env: map[string]string{"A=B": "x"}}, true, "not a valid variable name"},
+		{"bad env_pass name", Config{EnvPass: []string{""}}, true, "not a valid variable name"},
+		{"program not found", Config{Argv: []string{"no-such-program-anywhere"}}, false, "not found"},
+		{"program not executable", Config{Argv: []string{"./notexec"}}, false, "permission denied"},
+		// Found and checked on the host, refused by execve in the helper:
+		// the helper's report reaches Start.
+		{"interpreter missing", Config{Argv: []string{"./badinterp"}}, false, "exec " + filepath.Join(wt, "badinterp") + ": no such file or directory"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			cfg.Name = fmt.Sprintf("bad%d", i)
+			if cfg.Argv == nil {
+				cfg.Argv = []string{hostilePath()}
+			}
+			if cfg.Worktree == "" {
+				cfg.Worktree = wt
+			}
+			if cfg.HostEnv == nil {
+				cfg.HostEnv = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+			}
+			p, err := Start(context.Background(), cfg)
+			if err == nil {
+				p.Close(0)
+				t.Fatal("Start succeeded")
+			}
+			if errors.Is(err, ErrInvalidConfig) != tt.invalid {
+				t.Errorf("errors.Is(err, ErrInvalidConfig) = %v, want %v: %v", !tt.invalid, tt.invalid, err)
+			}
+			if errors.Is(err, ErrUnsupported) {
+				t.Errorf("error wraps ErrUnsupported: %v", err)
+			}
+			if !strings.Contains(err.Error(), tt.text) || !strings.Contains(err.Error(), cfg.Name) {
+				t.Errorf("error %q does not mention %q and the server name", err, tt.text)
+			}
+			left, _ := filepath.Glob(filepath.Join(os.TempDir(), "mcphost-"+cfg.Name+"-*"))
+			if len(left) > 0 {
+				t.Errorf("temporary directories left behind: %v", left)
+			}
+		})
+	}
+}
+
+// TestProtectOutsideWritable: a protect path outside every writable path
+// needs nothing, even when it does not exist.
+func TestProtectOutsideWritable(t *testing.T) {
+	requireConfinement(t)
+	state := t.TempDir()
+	s := startHostile(t, Config{Worktree: t.TempDir(), Protect: []string{state, filepath.Join(state, "not-yet")}})
+	s.check(t, []op{{name: "write the state directory", op: "write", args: []string{filepath.Join(state, "x")}}})
+}
+
+// TestInterpreters: a script's "#!" interpreter, directly or through
+// env(1), is granted even outside the system directories, and nothing
+// beside it.
+func TestInterpreters(t *testing.T) {
+	requireConfinement(t)
+	base := t.TempDir()
+	interpDir := filepath.Join(base, "interp")
+	interp := filepath.Join(interpDir, "hostile-interp")
+	copyFile(t, hostilePath(), interp, 0o755)
+	mkfile(t, filepath.Join(base, "sibling", "secret"), "SECRET")
+	scripts := t.TempDir()
+	direct := filepath.Join(scripts, "direct")
+	viaEnv := filepath.Join(scripts, "via-env")
+	mkfile(t, direct, "#!"+interp+"\n")
+	mkfile(t, viaEnv, "#!/usr/bin/env hostile-interp\n")
+	for _, p := range []string{direct, viaEnv} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, script := range []string{direct, viaEnv} {
+		t.Run(filepath.Base(script), func(t *testing.T) {
+			s := startHostile(t, Config{
+				Argv:     []string{script},
+				Worktree: t.TempDir(),
+				HostEnv:  []string{"PATH=" + interpDir + ":/usr/bin:/bin", "HOME=" + t.TempDir()},
+			})
+			s.check(t, []op{
+				{name: "runs", op: "echo", args: []string{"hi"}, ok: true},
+				{name: "reads its interpreter's directory", op: "readdir", args: []string{interpDir}, ok: true},
+				{name: "reads its script's directory", op: "readdir", args: []string{scripts}, ok: true},
+				{name: "reads beside the interpreter", op: "read", args: []string{filepath.Join(base, "sibling", "secret")}},
+			})
+		})
+	}
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLifetime: a daemon the server leaves behind (setsid, double fork)
+// dies with it at Close, confined (PID namespace) or not (subreaper).
+func TestLifetime(t *testing.T) {
+	requireConfinement(t)
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("off=%v", off), func(t *testing.T) {
+			wt := t.TempDir()
+			beat := filepath.Join(wt, "beat")
+			s := startHostile(t, Config{Worktree: wt, Off: off})
+			s.must("daemon", beat)
+			waitGrowing(t, beat)
+			if err := s.p.Close(100 * time.Millisecond); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			waitStill(t, beat)
+		})
+	}
+}
+
+// TestHostDeath: when the host is SIGKILLed, its servers and their daemons
+// die too.
+func TestHostDeath(t *testing.T) {
+	requireConfinement(t)
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("off=%v", off), func(t *testing.T) {
+			wt := t.TempDir()
+			beat := filepath.Join(wt, "beat")
+			args := []string{"-hostile", hostilePath(), "-worktree", wt, "-wait",
+				// The server lingers after stdin's EOF: only the host's death
+				// may end it.
+				"-ops", fmt.Sprintf(`[{"op":"daemon","args":[%q]},{"op":"linger"},{"op":"ignore-signals"}]`, beat)}
+			if off {
+				args = append(args, "-off")
+			}
+			host := exec.Command(hostPath(), args...)
+			var stderr lockedBuffer
+			host.Stderr = &stderr
+			// The host hands its stderr to the server: a server that
+			// survives would keep Wait waiting for the pipe's EOF.
+			host.WaitDelay = time.Second
+			out, err := host.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := host.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer host.Process.Kill()
+			sc := bufio.NewScanner(out)
+			ready := false
+			for sc.Scan() {
+				if tmp, ok := strings.CutPrefix(sc.Text(), "tempdir: "); ok && tmp != "" {
+					// A host that dies cannot remove its servers'
+					// temporary directories; the test does.
+					t.Cleanup(func() { os.RemoveAll(tmp) })
+				}
+				if sc.Text() == "ready" {
+					ready = true
+					break
+				}
+			}
+			if !ready {
+				host.Wait()
+				t.Fatalf("the host fixture never got ready: %s", stderr.String())
+			}
+			waitGrowing(t, beat)
+			if err := host.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			host.Wait()
+			waitStill(t, beat)
+		})
+	}
+}
+
+// TestExitStatus: how the server ended, after Done.
+func TestExitStatus(t *testing.T) {
+	requireConfinement(t)
+	tests := []struct {
+		name  string
+		off   bool
+		argv  []string
+		ops   []string // requests before Close
+		grace time.Duration
+		want  string
+	}{
+		{"exits on stdin EOF", false, nil, nil, 10 * time.Second, "exit status 0"},
+		{"exits with 3", false, []string{hostilePath(), "exit", "3"}, nil, 10 * time.Second, "exit status 3"},
+		{"killed after grace", false, nil, []string{"linger", "ignore-signals"}, 50 * time.Millisecond, "signal: killed"},
+		{"off, exits with 3", true, []string{hostilePath(), "exit", "3"}, nil, 10 * time.Second, "exit status 3"},
+		{"off, killed after grace", true, nil, []string{"linger", "ignore-signals"}, 50 * time.Millisecond, "signal: killed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startHostile(t, Config{Worktree: t.TempDir(), Argv: tt.argv, Off: tt.off})
+			for _, o := range tt.ops {
+				s.must(o)
+			}
+			if s.p.ExitStatus() != "" && tt.argv == nil {
+				t.Errorf("ExitStatus before Done: %q", s.p.ExitStatus())
+			}
+			if err := s.p.Close(tt.grace); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			<-s.p.Done()
+			if got := s.p.ExitStatus(); got != tt.want {
+				t.Errorf("ExitStatus %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSignalForwarding: SIGTERM to the helper reaches the server.
+func TestSignalForwarding(t *testing.T) {
+	requireConfinement(t)
+	wt := t.TempDir()
+	s := startHostile(t, Config{Worktree: wt})
+	s.must("trap", filepath.Join(wt, "got-term"))
+	if err := s.p.helper.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not exit on SIGTERM")
+	}
+	if got := s.p.ExitStatus(); got != "exit status 0" {
+		t.Errorf("ExitStatus %q, want exit status 0 (the server's own exit)", got)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "got-term")); err != nil {
+		t.Errorf("the server's SIGTERM handler did not run: %v", err)
+	}
+}
+
+// TestClose: Close is idempotent, safe concurrently and after the server
+// died, bounded even when a grandchild holds stdout open, and removes the
+// temporary directory.
+func TestClose(t *testing.T) {
+	requireConfinement(t)
+	t.Run("concurrent", func(t *testing.T) {
+		s := startHostile(t, Config{Worktree: t.TempDir()})
+		tmp := s.p.TempDir()
+		s.must("write", filepath.Join(tmp, "f"))
+		s.must("mkdir", filepath.Join(tmp, "d"))
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = s.p.Close(time.Second)
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("Close %d: %v", i, err)
+			}
+		}
+		select {
+		case <-s.p.Done():
+		default:
+			t.Error("Done is open after Close")
+		}
+		if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+			t.Errorf("TempDir %s after Close: %v", tmp, err)
+		}
+		if err := s.p.Close(0); err != nil {
+			t.Errorf("Close again: %v", err)
+		}
+		if _, err := s.p.Stdout().Read(make([]byte, 1)); err == nil {
+			t.Error("Stdout readable after Close")
+		}
+	})
+	t.Run("after the server died", func(t *testing.T) {
+		s := startHostile(t, Config{Worktree: t.TempDir(), Argv: []string{hostilePath(), "exit", "0"}})
+		<-s.p.Done()
+		if err := s.p.Close(time.Second); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stdout held by a grandchild, off=%v", off), func(t *testing.T) {
+			s := startHostile(t, Config{Worktree: t.TempDir(), Off: off})
+			s.must("hold-stdout")
+			s.must("linger")
+			done := make(chan error, 1)
+			go func() { done <- s.p.Close(100 * time.Millisecond) }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("Close did not return within 20s")
+			}
+		})
+	}
+}
+
+// TestStderr: the server's stderr reaches Config.Stderr.
+func TestStderr(t *testing.T) {
+	requireConfinement(t)
+	var buf lockedBuffer
+	s := startHostile(t, Config{Worktree: t.TempDir(), Stderr: &buf})
+	s.must("stderr", "a line for the log")
+	if err := s.p.Close(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "a line for the log") {
+		t.Errorf("stderr: %q", buf.String())
+	}
+}
+
+// TestOff: Config.Off runs the server unconfined and says so.
+func TestOff(t *testing.T) {
+	s := startHostile(t, Config{Worktree: t.TempDir(), Off: true})
+	if got := s.p.Confinement(); got != "none" {
+		t.Errorf("Confinement %q, want none", got)
+	}
+	status := s.must("status").Out
+	if statusField(status, "Seccomp") != "0" || statusField(status, "NoNewPrivs") != "0" {
+		t.Errorf("an Off server is confined after all:\n%s", status)
+	}
+}
+
+// TestConcurrentStart: eight servers start, work and close at once.
+func TestConcurrentStart(t *testing.T) {
+	requireConfinement(t)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p, err := Start(ctx, Config{
+				Name:     fmt.Sprintf("parallel-%d", i),
+				Argv:     []string{hostilePath()},
+				Worktree: t.TempDir(),
+				HostEnv:  []string{"PATH=/usr/bin:/bin"},
+				Off:      i%4 == 3,
+			})
+			if err != nil {
+				t.Errorf("Start %d: %v", i, err)
+				return
+			}
+			defer p.Close(time.Second)
+			want := fmt.Sprintf(`{"ok":true,"out":"hello %d"}`, i)
+			fmt.Fprintf(p.Stdin(), `{"op":"echo","args":["hello %d"]}`+"\n", i)
+			line, err := bufio.NewReader(p.Stdout()).ReadString('\n')
+			if err != nil || strings.TrimSpace(line) != want {
+				t.Errorf("server %d replied %q, %v; want %s", i, line, err, want)
+			}
+			if err := p.Close(5 * time.Second); err != nil {
+				t.Errorf("Close %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestProbe: Probe reports what Start gives a server with the defaults.
+func TestProbe(t *testing.T) {
+	conf := requireConfinement(t)
+	s := startHostile(t, Config{Worktree: t.TempDir()})
+	if got := s.p.Confinement(); got != conf {
+		t.Errorf("Probe %q, Confinement %q", conf, got)
+	}
+	for _, layer := range []string{"seccomp", "pidns", "mntns", "netns"} {
+		if !strings.Contains(conf, layer) {
+			t.Errorf("Probe %q lacks %s", conf, layer)
+		}
+	}
+}
+
+// TestHelperMarker: the helper runs only for its exact argv, and refuses
+// to run without the descriptors Start passes or with a bad spec.
+func TestHelperMarker(t *testing.T) {
+	t.Run("no descriptors", func(t *testing.T) {
+		cmd := exec.Command(os.Args[0])
+		cmd.Args = []string{helperArg0}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitBadStart {
+			t.Fatalf("exit: %v, want status %d", err, exitBadStart)
+		}
+		if !strings.Contains(string(out), "only when started by sandbox.Start") {
+			t.Errorf("output %q", out)
+		}
+	})
+	t.Run("bad spec", func(t *testing.T) {
+		specR, specW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		repR, repW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0])
+		cmd.Args = []string{helperArg0}
+		cmd.ExtraFiles = []*os.File{specR, repW}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		specR.Close()
+		repW.Close()
+		specW.Write([]byte("GET / HTTP/1.1\r\n\r\n.........."))
+		specW.Close()
+		rep, rerr := readReport(bufio.NewReader(repR))
+		werr := cmd.Wait()
+		if rerr != nil || !strings.Contains(rep.Error, "missing magic") {
+			t.Errorf("report %+v, %v", rep, rerr)
+		}
+		var ee *exec.ExitError
+		if !errors.As(werr, &ee) || ee.ExitCode() != exitBadStart {
+			t.Errorf("exit: %v, want status %d", werr, exitBadStart)
+		}
+	})
+	// A program importing the package runs its own main for any other
+	// argument vector, even one that contains the marker.
+	for _, args := range [][]string{
+		{"host", helperArg0, "-hostile", "/nonexistent"},
+		{helperArg0, "-hostile", "/nonexistent"},
+	} {
+		t.Run(fmt.Sprintf("argv %q", args), func(t *testing.T) {
+			cmd := exec.Command(hostPath())
+			cmd.Args = args
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.HasPrefix(string(out), "host: ") {
+				t.Errorf("exit %v, output %q: want the fixture's own main to fail with status 1", err, out)
+			}
+		})
+	}
+}
+
+// TestNonRoot: as an ordinary user (nobody), the server is confined
+// through a user namespace.
+func TestNonRoot(t *testing.T) {
+	requireConfinement(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the host fixture as nobody; as non-root every other test already covers this path")
+	}
+	const nobody = 65534
+	mk := func(pattern string) string {
+		d, err := os.MkdirTemp("", pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		if err := os.Chown(d, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	wt := mk("mcphost-nonroot-wt-")
+	home := mk("mcphost-nonroot-home-")
+	secret := filepath.Join(home, "secret")
+	mkfile(t, secret, "SECRET")
+	os.Chown(secret, nobody, nobody)
+	tcp, tcpGot := listenTCP(t)
+
+	ops := fmt.Sprintf(`[
+		{"op":"write","args":[%q]},
+		{"op":"read","args":[%q]},
+		{"op":"write","args":["/etc/mcphost-planted"]},
+		{"op":"readdir","args":["/var"]},
+		{"op":"tcp","args":[%q]},
+		{"op":"status"}]`, filepath.Join(wt, "x"), secret, tcp)
+	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-home", home, "-ops", ops)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	cmd.Dir = wt
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if strings.Contains(stderr.String(), ErrUnsupported.Error()) {
+			t.Skipf("this kernel cannot confine for an ordinary user: %s", stderr.String())
+		}
+		t.Fatalf("host fixture as nobody: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 9 || lines[8] != "ready" {
+		t.Fatalf("host fixture output:\n%s\nstderr: %s", out, stderr.String())
+	}
+	if !strings.Contains(lines[0], "+userns+") {
+		t.Errorf("%s: want a user namespace", lines[0])
+	}
+	want := []bool{true, false, false, false, false, true}
+	for i, w := range want {
+		if ok := strings.HasPrefix(lines[i+2], `{"ok":true`); ok != w {
+			t.Errorf("request %d: %s, want ok=%v", i, lines[i+2], w)
+		}
+	}
+	status := lines[7]
+	for _, want := range []string{`CapEff:\t0000000000000000`, `CapBnd:\t0000000000000000`, `NoNewPrivs:\t1`, `Uid:\t65534`} {
+		if !strings.Contains(status, want) {
+			t.Errorf("status lacks %s: %s", want, status)
+		}
+	}
+	if tcpGot() != 0 {
+		t.Error("the TCP listener accepted a connection")
+	}
+	if st, err := os.Stat(filepath.Join(wt, "x")); err != nil {
+		t.Errorf("the server's file: %v", err)
+	} else if st.Sys().(*syscall.Stat_t).Uid != nobody {
+		t.Errorf("the server's file is owned by %d, want %d", st.Sys().(*syscall.Stat_t).Uid, nobody)
+	}
+}
+
+// TestStartContext: a cancelled context stops the start, not the server.
+func TestStartContext(t *testing.T) {
+	requireConfinement(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Start(ctx, Config{Name: "cancelled", Argv: []string{hostilePath()}, Worktree: t.TempDir()})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Start with a cancelled context: %v", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	p, err := Start(ctx, Config{Name: "cancelled-later", Argv: []string{hostilePath()}, Worktree: t.TempDir()})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(time.Second)
+	time.Sleep(50 * time.Millisecond)
+	fmt.Fprintln(p.Stdin(), `{"op":"echo","args":["still here"]}`)
+	line, err := bufio.NewReader(p.Stdout()).ReadString('\n')
+	if err != nil || !strings.Contains(line, "still here") {
+		t.Errorf("after cancelling the start context the server replied %q, %v", line, err)
+	}
+}
+
+// TestNoControllingTerminal: a host running in a terminal does not lend
+// it to its servers (a server with the terminal could inject keystrokes
+// into the user's shell with TIOCSTI), confined or not.
+func TestNoControllingTerminal(t *testing.T) {
+	requireConfinement(t)
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	defer ptmx.Close()
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pts.Close()
+	// Drain the terminal so that nothing blocks on a full buffer.
+	go io.Copy(io.Discard, ptmx)
+	inTerminal := func(cmd *exec.Cmd) *exec.Cmd {
+		cmd.Stdin = pts
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		return cmd
+	}
+	// The control: a process started this way does have the terminal.
+	if out, err := inTerminal(exec.Command("/bin/sh", "-c", "exec 3<>/dev/tty && echo has-tty")).CombinedOutput(); err != nil || !strings.Contains(string(out), "has-tty") {
+		t.Fatalf("the control process has no terminal: %v, %s", err, out)
+	}
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("off=%v", off), func(t *testing.T) {
+			args := []string{"-hostile", hostilePath(), "-worktree", t.TempDir(), "-ops", `[{"op":"tty"}]`}
+			if off {
+				args = append(args, "-off")
+			}
+			var stderr lockedBuffer
+			cmd := inTerminal(exec.Command(hostPath(), args...))
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("host fixture: %v: %s", err, stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) != 4 || !strings.HasPrefix(lines[2], `{"ok":false`) {
+				t.Errorf("the server opened the host's terminal: %s", out)
+			}
+		})
+	}
+}
+
+// TestLeakedDescriptors: a descriptor the host leaks without close-on-exec
+// (as C code may) reaches neither the server nor anything it runs, confined
+// or not; the server holds its stdio and nothing else.
+func TestLeakedDescriptors(t *testing.T) {
+	requireConfinement(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	mkfile(t, secret, "SECRET")
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0) // no O_CLOEXEC, on purpose
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("off=%v", off), func(t *testing.T) {
+			s := startHostile(t, Config{Worktree: t.TempDir(), Off: off})
+			fds := strings.Fields(s.must("fds").Out)
+			for _, f := range fds {
+				n, _, _ := strings.Cut(f, "=")
+				if n != "0" && n != "1" && n != "2" {
+					t.Errorf("the server holds descriptor %s", f)
+				}
+			}
+			if len(fds) != 3 {
+				t.Errorf("the server's descriptors: %v, want stdio only", fds)
+			}
+		})
+	}
+}

@@ -1,0 +1,238 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// specMagic starts every spec the host sends to the helper, so that a
+// program started as the helper by mistake fails at once instead of
+// misreading whatever its fd 3 happens to be.
+const specMagic = "mcphost-sandbox-spec/1\n"
+
+// maxSpecLen bounds a spec; real ones are a few kilobytes.
+const maxSpecLen = 1 << 20
+
+// spec is what the host tells the helper: everything is decided and
+// resolved on the host, so the helper only checks that it is well formed
+// and applies it.
+type spec struct {
+	// Probe asks the helper to set up every confinement layer on itself
+	// and report, without starting a server.
+	Probe bool `json:"probe,omitempty"`
+	// Off runs the server without confinement (Config.Off).
+	Off bool `json:"off,omitempty"`
+	// Path is the executable the helper execs, absolute.
+	Path string `json:"path,omitempty"`
+	// Argv is the server's argument vector; Argv[0] is passed as given.
+	Argv []string `json:"argv,omitempty"`
+	// Env is the server's complete environment.
+	Env []string `json:"env,omitempty"`
+	// Dir is the server's working directory.
+	Dir string `json:"dir,omitempty"`
+	// Network leaves the host's network reachable.
+	Network bool `json:"network,omitempty"`
+	// MaxABI, when positive, makes the helper use at most this Landlock
+	// ABI (tests use it to exercise the paths for older kernels).
+	MaxABI int `json:"max_abi,omitempty"`
+	// Hide lists directories covered with an empty read-only tmpfs.
+	Hide []string `json:"hide,omitempty"`
+	// Read lists files and directories the server may read and execute.
+	Read []string `json:"read,omitempty"`
+	// Write lists directories and files the server may read, write,
+	// execute, create in and remove from.
+	Write []string `json:"write,omitempty"`
+	// Protect lists existing paths inside Write that are made read-only
+	// and immovable.
+	Protect []string `json:"protect,omitempty"`
+}
+
+// encodeSpec returns the bytes the host writes to the helper's spec pipe.
+func encodeSpec(s *spec) ([]byte, error) {
+	body, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > maxSpecLen {
+		return nil, fmt.Errorf("spec is %d bytes, more than the %d allowed", len(body), maxSpecLen)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(specMagic)
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(body)))
+	buf.Write(n[:])
+	buf.Write(body)
+	return buf.Bytes(), nil
+}
+
+// errBadSpec is wrapped by every error of decodeSpec.
+var errBadSpec = errors.New("bad sandbox spec")
+
+// decodeSpec reads one spec from r, leaving r positioned after it (the
+// host keeps the pipe open as a lifeline and the helper reads on to see it
+// close), and checks it.
+func decodeSpec(r io.Reader) (*spec, error) {
+	head := make([]byte, len(specMagic)+4)
+	if _, err := io.ReadFull(r, head); err != nil {
+		return nil, fmt.Errorf("%w: reading header: %v", errBadSpec, err)
+	}
+	if string(head[:len(specMagic)]) != specMagic {
+		return nil, fmt.Errorf("%w: missing magic (was this program started by sandbox.Start?)", errBadSpec)
+	}
+	n := binary.BigEndian.Uint32(head[len(specMagic):])
+	if n > maxSpecLen {
+		return nil, fmt.Errorf("%w: length %d exceeds %d", errBadSpec, n, maxSpecLen)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, fmt.Errorf("%w: reading body: %v", errBadSpec, err)
+	}
+	var s spec
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadSpec, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: trailing data after the spec", errBadSpec)
+	}
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadSpec, err)
+	}
+	return &s, nil
+}
+
+// check reports whether s is complete and all its paths are canonical.
+func (s *spec) check() error {
+	if s.Probe && s.Off {
+		return errors.New("probe and off together")
+	}
+	if !s.Probe {
+		if !isCanonical(s.Path) {
+			return fmt.Errorf("path %q is not a clean absolute path", s.Path)
+		}
+		if len(s.Argv) == 0 {
+			return errors.New("empty argv")
+		}
+		if !isCanonical(s.Dir) {
+			return fmt.Errorf("dir %q is not a clean absolute path", s.Dir)
+		}
+		for _, a := range s.Argv {
+			if strings.ContainsRune(a, 0) {
+				return errors.New("argv contains a NUL byte")
+			}
+		}
+		for _, kv := range s.Env {
+			k, _, ok := strings.Cut(kv, "=")
+			if !ok || !validEnvName(k) || strings.ContainsRune(kv, 0) {
+				return fmt.Errorf("bad environment entry %q", kv)
+			}
+		}
+	}
+	if s.MaxABI < 0 {
+		return fmt.Errorf("negative max_abi %d", s.MaxABI)
+	}
+	for _, list := range []struct {
+		name  string
+		paths []string
+	}{{"hide", s.Hide}, {"read", s.Read}, {"write", s.Write}, {"protect", s.Protect}} {
+		for _, p := range list.paths {
+			if !isCanonical(p) {
+				return fmt.Errorf("%s path %q is not a clean absolute path", list.name, p)
+			}
+			if p == "/" && list.name != "read" {
+				return fmt.Errorf("%s path is /", list.name)
+			}
+		}
+	}
+	return nil
+}
+
+// report is one message from the helper to the host, one JSON object per
+// line on the report pipe. The first message is either Started or Error;
+// after Started, at most one Exit follows.
+type report struct {
+	// Started says the server was exec'd (or, for a probe, that every
+	// layer was applied); Confinement describes the layers.
+	Started     bool   `json:"started,omitempty"`
+	Confinement string `json:"confinement,omitempty"`
+	// Error says the helper gave up before the server ran, and why.
+	Error string `json:"error,omitempty"`
+	// Unsupported marks an Error caused by what the kernel refuses to do
+	// (as opposed to, say, a missing executable).
+	Unsupported bool `json:"unsupported,omitempty"`
+	// Exit is how the server ended, in the words of os.ProcessState.
+	Exit string `json:"exit,omitempty"`
+	// Alone, with Exit, says every other process of the server is gone
+	// and reaped: the server is done even though the helper still has to
+	// exit.
+	Alone bool `json:"alone,omitempty"`
+}
+
+// maxReportLen bounds one report line.
+const maxReportLen = 64 << 10
+
+// encodeReport returns r as one line.
+func encodeReport(r report) []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		// A report holds only strings and booleans.
+		panic(err)
+	}
+	return append(b, '\n')
+}
+
+// parseReport parses one report line (without its newline) and checks that
+// it is exactly one kind of message.
+func parseReport(line []byte) (report, error) {
+	var r report
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return report{}, fmt.Errorf("bad helper report: %v", err)
+	}
+	if dec.More() {
+		return report{}, errors.New("bad helper report: trailing data")
+	}
+	kinds := 0
+	for _, b := range []bool{r.Started, r.Error != "", r.Exit != ""} {
+		if b {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return report{}, errors.New("bad helper report: not exactly one of started, error, exit")
+	}
+	if r.Unsupported && r.Error == "" {
+		return report{}, errors.New("bad helper report: unsupported without error")
+	}
+	if r.Alone && r.Exit == "" {
+		return report{}, errors.New("bad helper report: alone without exit")
+	}
+	return r, nil
+}
+
+// readReport reads the next report line from br.
+func readReport(br *bufio.Reader) (report, error) {
+	var line []byte
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		if err != nil {
+			return report{}, err
+		}
+		line = append(line, chunk...)
+		if len(line) > maxReportLen {
+			return report{}, fmt.Errorf("bad helper report: longer than %d bytes", maxReportLen)
+		}
+		if !isPrefix {
+			break
+		}
+	}
+	return parseReport(line)
+}

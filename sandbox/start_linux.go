@@ -1,0 +1,750 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// startOptions are knobs for tests; Start uses the zero value.
+type startOptions struct {
+	// maxABI, when positive, caps the Landlock ABI the helper uses, to
+	// exercise on a new kernel what happens on an older one.
+	maxABI int
+}
+
+// Start starts the server cfg describes, confined unless cfg.Off, and
+// returns once its program has been executed.
+//
+// ctx bounds only the start: cancelling it later does not affect the
+// server. When this system cannot confine the server and cfg.Off is false,
+// Start returns an error wrapping ErrUnsupported that says why and how to
+// opt out; it never falls back to running the server unconfined. An
+// invalid cfg gives an error wrapping ErrInvalidConfig.
+//
+// Start may be called from many goroutines at once.
+func Start(ctx context.Context, cfg Config) (*Process, error) {
+	return start(ctx, cfg, startOptions{})
+}
+
+func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sandbox: server %q: starting: %w", cfg.Name, err)
+	}
+	if !cfg.Off {
+		if err := kernelCanConfine(cfg.Name); err != nil {
+			return nil, err
+		}
+	}
+	hostEnv := cfg.HostEnv
+	if hostEnv == nil {
+		hostEnv = os.Environ()
+	}
+	if err := checkConfig(&cfg); err != nil {
+		return nil, invalidConfig(cfg.Name, err)
+	}
+	tmp, err := os.MkdirTemp("", "mcphost-"+tempPrefix(cfg.Name)+"-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: server %q: creating its temporary directory: %w", cfg.Name, err)
+	}
+	sp, err := buildSpec(&cfg, hostEnv, tmp)
+	if err != nil {
+		removeAll(tmp)
+		return nil, err
+	}
+	sp.MaxABI = opts.maxABI
+	p, err := launch(ctx, cfg.Name, sp, useUserNS(), cfg.Stderr)
+	if err != nil {
+		removeAll(tmp)
+		return nil, err
+	}
+	p.tempDir = tmp
+	return p, nil
+}
+
+// Probe reports how this kernel can confine a server, as the string
+// Process.Confinement would give for a server with the network off (with
+// the network on, "+netns" is absent), or an error wrapping ErrUnsupported
+// that says what is missing. It sets up every layer in a real helper
+// process, so its answer is what Start would meet; that costs about as
+// much as starting a small server, a few milliseconds.
+func Probe() (string, error) {
+	if err := kernelCanConfine(""); err != nil {
+		return "", err
+	}
+	hostEnv := os.Environ()
+	sp := &spec{Probe: true, Hide: hideCandidates(hostEnv)}
+	sp.Read = canonicalExisting(systemReadPaths())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := launch(ctx, "", sp, useUserNS(), nil)
+	if err != nil {
+		return "", err
+	}
+	conf := p.confinement
+	// The probe is over once reported: kill the helper rather than wait
+	// for it to exit on its own.
+	if err := p.Close(0); err != nil {
+		return "", fmt.Errorf("sandbox: probe: %w", err)
+	}
+	return conf, nil
+}
+
+// kernelCanConfine checks, cheaply and on the host, what must be there for
+// the helper to have a chance.
+func kernelCanConfine(name string) error {
+	abi, err := landlockABI()
+	if err != nil {
+		return unsupported(name, err.Error())
+	}
+	if abi < 1 {
+		return unsupported(name, fmt.Sprintf("Landlock ABI %d", abi))
+	}
+	if !seccompSupported {
+		return unsupported(name, "no seccomp filter is built for GOARCH="+runtime.GOARCH)
+	}
+	return nil
+}
+
+// unsupported returns the error Start gives when the system cannot confine.
+func unsupported(name, why string) error {
+	if name == "" {
+		return fmt.Errorf("%w: %s", ErrUnsupported, why)
+	}
+	return fmt.Errorf("%w: server %q: %s; to run it without confinement anyway (a risk: it can then read, write and reach everything you can), set sandbox = \"off\" in its [mcp.%s] table",
+		ErrUnsupported, name, why, name)
+}
+
+func invalidConfig(name string, err error) error {
+	return fmt.Errorf("%w: server %q: %w", ErrInvalidConfig, name, err)
+}
+
+// useUserNS reports whether the helper needs a user namespace to get the
+// privilege to create the others: when the host is not root, or is a root
+// without CAP_SYS_ADMIN (in a container).
+func useUserNS() bool {
+	return os.Geteuid() != 0 || !hasCapSysAdmin()
+}
+
+// systemReadPaths are the directories every server may read and execute
+// from: programs, libraries, configuration, and the fresh /proc and /sys.
+func systemReadPaths() []string {
+	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys"}
+}
+
+// hideCandidates are the directories covered by an empty tmpfs in the
+// server's mount namespace unless granted: where listening unix sockets and
+// per-user secrets live. HOME and XDG_RUNTIME_DIR are taken both from the
+// server's host environment and from the host process's own.
+func hideCandidates(hostEnv []string) []string {
+	c := []string{"/tmp", "/var/tmp", "/run", "/var/run", "/home", "/root"}
+	for _, name := range []string{"HOME", "XDG_RUNTIME_DIR"} {
+		if v, ok := envValue(hostEnv, name); ok {
+			c = append(c, v)
+		}
+		if v := os.Getenv(name); v != "" {
+			c = append(c, v)
+		}
+	}
+	sys := canonicalExisting(systemReadPaths())
+	var out []string
+	for _, h := range canonicalExisting(c) {
+		// Never cover / or a system directory (HOME=/ happens for root
+		// in containers).
+		if h == "/" || anyUnder(sys, h) {
+			continue
+		}
+		out = append(out, h)
+	}
+	return outermost(out)
+}
+
+// anyUnder reports whether one of paths lies at or beneath root.
+func anyUnder(paths []string, root string) bool {
+	for _, p := range paths {
+		if isUnder(p, root) {
+			return true
+		}
+	}
+	return false
+}
+
+// canonicalExisting resolves each absolute path through symbolic links,
+// dropping the ones that do not exist, and removes duplicates.
+func canonicalExisting(paths []string) []string {
+	seen := make(map[string]bool)
+	var out []string
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		c, err := filepath.EvalSymlinks(p)
+		if err != nil || seen[c] {
+			continue
+		}
+		seen[c] = true
+		out = append(out, c)
+	}
+	return out
+}
+
+// checkConfig checks what can be checked of cfg without touching the
+// filesystem.
+func checkConfig(cfg *Config) error {
+	if len(cfg.Argv) == 0 || cfg.Argv[0] == "" {
+		return errors.New("empty command")
+	}
+	for _, a := range cfg.Argv {
+		if err := checkNoNUL("command argument", a); err != nil {
+			return err
+		}
+	}
+	if err := checkAbsPath("worktree", cfg.Worktree); err != nil {
+		return err
+	}
+	for _, p := range cfg.Read {
+		if err := checkAbsPath("read path", p); err != nil {
+			return err
+		}
+	}
+	for _, p := range cfg.Write {
+		if err := checkAbsPath("write path", p); err != nil {
+			return err
+		}
+	}
+	for _, p := range cfg.Protect {
+		if err := checkAbsPath("protect path", p); err != nil {
+			return err
+		}
+	}
+	for _, n := range cfg.EnvPass {
+		if !validEnvName(n) {
+			return fmt.Errorf("env_pass name %q is not a valid variable name", n)
+		}
+	}
+	return nil
+}
+
+func checkNoNUL(what, s string) error {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return fmt.Errorf("%s %q contains a NUL byte", what, s)
+		}
+	}
+	return nil
+}
+
+// canonical resolves p, which must exist, through symbolic links.
+func canonical(what, p string) (string, error) {
+	c, err := filepath.EvalSymlinks(filepath.Clean(p))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s %s does not exist: create it or remove it from the config", what, p)
+		}
+		return "", fmt.Errorf("%s %s: %w", what, p, err)
+	}
+	return c, nil
+}
+
+// buildSpec turns cfg into the spec for the helper: it scrubs the
+// environment, finds the executable and its interpreters, and resolves
+// every path the server is granted, hidden from or protected from.
+func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
+	name := cfg.Name
+	env, err := buildEnv(hostEnv, cfg.EnvPass, cfg.Env, tmp)
+	if err != nil {
+		return nil, invalidConfig(name, err)
+	}
+	worktree, err := canonical("worktree", cfg.Worktree)
+	if err != nil {
+		return nil, invalidConfig(name, err)
+	}
+	if st, err := os.Stat(worktree); err != nil || !st.IsDir() {
+		return nil, invalidConfig(name, fmt.Errorf("worktree %s is not a directory", cfg.Worktree))
+	}
+	pathEnv, _ := envValue(env, "PATH")
+	exe, err := lookPath(cfg.Argv[0], pathEnv, worktree)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: server %q: finding its program: %w", name, err)
+	}
+	exeCanon, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
+	}
+	s := &spec{
+		Off:     cfg.Off,
+		Path:    exeCanon,
+		Argv:    append([]string(nil), cfg.Argv...),
+		Env:     env,
+		Dir:     worktree,
+		Network: cfg.Network,
+	}
+	if cfg.Off {
+		return s, nil
+	}
+
+	tmpCanon, err := filepath.EvalSymlinks(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
+	}
+	s.Dir = worktree
+	write := []string{worktree, tmpCanon}
+	for _, p := range cfg.Write {
+		c, err := canonical("write path", p)
+		if err != nil {
+			return nil, invalidConfig(name, err)
+		}
+		write = append(write, c)
+	}
+	hide := hideCandidates(hostEnv)
+	homes := canonicalExisting(homeDirs(hostEnv))
+	for _, w := range write {
+		switch {
+		case w == "/":
+			return nil, invalidConfig(name, errors.New("a writable path is /"))
+		case isUnder(w, "/proc"), isUnder(w, "/sys"), isUnder(w, "/dev"):
+			return nil, invalidConfig(name, fmt.Errorf("writable path %s is in /proc, /sys or /dev", w))
+		}
+		for _, h := range homes {
+			if isUnder(h, w) {
+				return nil, invalidConfig(name, fmt.Errorf("writable path %s contains the home directory %s: a server could read and change every secret in it; use a project directory", w, h))
+			}
+		}
+	}
+	s.Write = outermost(write)
+
+	read := canonicalExisting(systemReadPaths())
+	for _, p := range cfg.Read {
+		c, err := canonical("read path", p)
+		if err != nil {
+			return nil, invalidConfig(name, err)
+		}
+		read = append(read, c)
+	}
+	// The program and its interpreters: the directory each lives in, or
+	// the file alone when that directory is too broad to grant (/, /tmp,
+	// a home directory).
+	tooBroad := func(d string) bool { return d == "/" || anyUnder(hide, d) || anyUnder(homes, d) }
+	grantExec := func(p string) {
+		if d := filepath.Dir(p); !tooBroad(d) {
+			read = append(read, d)
+		} else {
+			read = append(read, p)
+		}
+	}
+	chain, err := execChain(exe, pathEnv)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
+	}
+	for _, e := range chain {
+		c, err := filepath.EvalSymlinks(e.path)
+		if err != nil {
+			continue
+		}
+		grantExec(c)
+		if e.lexical && c != e.path {
+			// The kernel or env(1) opens this one by the path as
+			// written: the link itself must be visible.
+			if d, err := filepath.EvalSymlinks(filepath.Dir(e.path)); err == nil && !tooBroad(d) {
+				read = append(read, d)
+			}
+		}
+	}
+	if cfg.Network {
+		// A resolv.conf that links into /run (systemd-resolved) would be
+		// hidden with /run.
+		if c, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && c != "/etc/resolv.conf" {
+			read = append(read, c)
+		}
+	}
+	var readOnly []string
+	for _, r := range outermost(read) {
+		if !underAny(r, s.Write) {
+			readOnly = append(readOnly, r)
+		}
+	}
+	s.Read = readOnly
+	s.Hide = hide
+
+	for _, q := range cfg.Protect {
+		c, err := protectPath(q, s.Write)
+		if err != nil {
+			return nil, invalidConfig(name, err)
+		}
+		if c != "" {
+			s.Protect = append(s.Protect, c)
+		}
+	}
+	if _, err := planMounts(s); err != nil {
+		return nil, invalidConfig(name, err)
+	}
+	return s, nil
+}
+
+// homeDirs are the home directories no writable path may contain.
+func homeDirs(hostEnv []string) []string {
+	var h []string
+	if v, ok := envValue(hostEnv, "HOME"); ok && v != "" {
+		h = append(h, v)
+	}
+	if v := os.Getenv("HOME"); v != "" {
+		h = append(h, v)
+	}
+	var out []string
+	for _, p := range h {
+		if filepath.IsAbs(p) && filepath.Clean(p) != "/" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// protectPath resolves a protect path. It returns "" when nothing needs
+// doing: the path lies outside every writable root, where Landlock and the
+// read-only mounts already keep the server from changing it. Inside a
+// writable root the path must exist (a server could otherwise create it
+// first) and must not be reached through a symbolic link that is itself
+// inside a writable root (a server could replace the link).
+func protectPath(q string, write []string) (string, error) {
+	clean := filepath.Clean(q)
+	// A link along the way whose own location is writable could be
+	// replaced by the server, whatever it points to now.
+	p := "/"
+	for _, part := range splitPath(clean) {
+		p = filepath.Join(p, part)
+		st, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("protect path %s: %w", q, err)
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		d, err := filepath.EvalSymlinks(filepath.Dir(p))
+		if err != nil {
+			return "", fmt.Errorf("protect path %s: %w", q, err)
+		}
+		if underAny(filepath.Join(d, part), write) {
+			return "", fmt.Errorf("protect path %s goes through the symbolic link %s, which lies in a writable path where a server could replace it: protect the link's target and have the host use that", q, p)
+		}
+	}
+	c, err := filepath.EvalSymlinks(clean)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("protect path %s: %w", q, err)
+		}
+		// Where would it be? Resolve the part that exists.
+		anc, rest := clean, ""
+		for anc != "/" {
+			rest = filepath.Join(filepath.Base(anc), rest)
+			anc = filepath.Dir(anc)
+			ca, err := filepath.EvalSymlinks(anc)
+			if err != nil {
+				continue
+			}
+			if underAny(filepath.Join(ca, rest), write) {
+				return "", fmt.Errorf("protect path %s does not exist inside a writable path, where the server could create it first: create it before starting the server", q)
+			}
+			break
+		}
+		return "", nil
+	}
+	for _, w := range write {
+		if isUnder(w, c) {
+			return "", fmt.Errorf("protect path %s contains the writable path %s", q, w)
+		}
+	}
+	if !underAny(c, write) {
+		return "", nil
+	}
+	return c, nil
+}
+
+// splitPath returns the components of a clean absolute path.
+func splitPath(p string) []string {
+	var parts []string
+	for p != "/" && p != "." {
+		parts = append([]string{filepath.Base(p)}, parts...)
+		p = filepath.Dir(p)
+	}
+	return parts
+}
+
+// tempPrefix turns a server name into something safe in a file name.
+func tempPrefix(name string) string {
+	b := make([]byte, 0, len(name))
+	for i := 0; i < len(name) && len(b) < 32; i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			b = append(b, c)
+		}
+	}
+	if len(b) == 0 {
+		return "server"
+	}
+	return string(b)
+}
+
+// launch starts the helper with sp and waits for its first report.
+func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.Writer) (*Process, error) {
+	payload, err := encodeSpec(sp)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
+	}
+	// Descriptors for the child (closed here once it has them) and for
+	// the host.
+	var childEnds, hostEnds []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File) {
+		if err != nil {
+			return nil, nil
+		}
+		r, w, err = os.Pipe()
+		return r, w
+	}
+	specR, specW := pipe()
+	repR, repW := pipe()
+	stdinR, stdinW := pipe()
+	stdoutR, stdoutW := pipe()
+	childEnds = append(childEnds, specR, repW, stdinR, stdoutW)
+	hostEnds = append(hostEnds, specW, repR, stdinW, stdoutR)
+	var stderrW, stderrR *os.File
+	if err == nil {
+		switch w := stderr.(type) {
+		case nil:
+			stderrW, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+			childEnds = append(childEnds, stderrW)
+		case *os.File:
+			if w == nil {
+				stderrW, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+				childEnds = append(childEnds, stderrW)
+				break
+			}
+			stderrW = w // the caller's: not ours to close
+		default:
+			stderrR, stderrW = pipe()
+			childEnds = append(childEnds, stderrW)
+			hostEnds = append(hostEnds, stderrR)
+		}
+	}
+	if err != nil {
+		closeAll(childEnds)
+		closeAll(hostEnds)
+		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
+	}
+
+	attr := &syscall.SysProcAttr{
+		// No controlling terminal: a server must not be able to open
+		// /dev/tty and push keystrokes into the user's shell (TIOCSTI).
+		Setsid: true,
+	}
+	if !sp.Off {
+		// If the thread that started the helper ends, or the host dies,
+		// the kernel kills the helper, and with it (as init of its PID
+		// namespace) every process of the server.
+		attr.Pdeathsig = syscall.SIGKILL
+		attr.Cloneflags = unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWIPC
+		if !sp.Network {
+			attr.Cloneflags |= unix.CLONE_NEWNET
+		}
+		if userNS {
+			attr.Cloneflags |= unix.CLONE_NEWUSER
+			// The user keeps their own identity inside, so files the
+			// server makes are theirs; the helper keeps, across its own
+			// exec, the two capabilities it needs to build the mounts and
+			// then drop everything.
+			uid, gid := os.Getuid(), os.Getgid()
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+			attr.GidMappingsEnableSetgroups = false
+			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+		}
+	}
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        []string{helperArg0},
+		Env:         []string{},
+		Dir:         "/",
+		Stdin:       stdinR,
+		Stdout:      stdoutW,
+		Stderr:      stderrW,
+		ExtraFiles:  []*os.File{specR, repW},
+		SysProcAttr: attr,
+	}
+	p := &Process{
+		name:       name,
+		off:        sp.Off,
+		stdin:      stdinW,
+		stdout:     stdoutR,
+		lifeline:   specW,
+		done:       make(chan struct{}),
+		reportDone: make(chan struct{}),
+	}
+	// Queue the spec before the helper exists, so it never waits for it
+	// (a spec fits the pipe's buffer; a larger one is read as written).
+	written := make(chan error, 1)
+	go func() {
+		_, err := specW.Write(payload)
+		written <- err
+	}()
+	started := make(chan error, 1)
+	go p.run(cmd, started)
+	if err := <-started; err != nil {
+		closeAll(childEnds)
+		closeAll(hostEnds)
+		return nil, startError(name, sp, err)
+	}
+	closeAll(childEnds)
+	p.helper = cmd.Process
+	if stderrR != nil {
+		p.stderrDone = make(chan struct{})
+		go func() {
+			defer close(p.stderrDone)
+			io.Copy(stderr, stderrR)
+			stderrR.Close()
+		}()
+	}
+
+	first := make(chan reportResult, 1)
+	go p.readReports(repR, first)
+
+	var res reportResult
+	select {
+	case res = <-first:
+	case <-ctx.Done():
+		p.abort()
+		return nil, fmt.Errorf("sandbox: server %q: starting: %w", name, ctx.Err())
+	}
+	if res.err != nil {
+		// The helper died without saying why; its exit status and stderr
+		// (in cfg.Stderr) tell the rest.
+		p.abort()
+		return nil, fmt.Errorf("sandbox: server %q: the sandbox helper ended before starting the server (%s): %w", name, p.ExitStatus(), res.err)
+	}
+	if res.rep.Error != "" {
+		p.abort()
+		if res.rep.Unsupported {
+			return nil, unsupported(name, res.rep.Error)
+		}
+		return nil, fmt.Errorf("sandbox: server %q: %s", name, res.rep.Error)
+	}
+	// The helper could only report after reading the whole spec.
+	<-written
+	p.confinement = res.rep.Confinement
+	return p, nil
+}
+
+// startError explains a failure to start the helper process itself.
+func startError(name string, sp *spec, err error) error {
+	if !sp.Off {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			switch errno {
+			case syscall.EPERM, syscall.EINVAL, syscall.ENOSPC, syscall.EUSERS, syscall.EACCES:
+				return unsupported(name, fmt.Sprintf("creating the sandbox's namespaces failed (%v); user namespaces may be disabled for unprivileged users (sysctls kernel.unprivileged_userns_clone, user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns) or forbidden in this container", err))
+			}
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return unsupported(name, fmt.Sprintf("re-executing this program through /proc/self/exe failed (%v); is /proc mounted?", err))
+		}
+	}
+	return fmt.Errorf("sandbox: server %q: starting the sandbox helper: %w", name, err)
+}
+
+// reportResult is the first report from the helper, or why there was none.
+type reportResult struct {
+	rep report
+	err error
+}
+
+// run starts the helper and waits for it, on a locked thread: Pdeathsig
+// fires when the thread that started the child ends, so that thread must
+// live exactly as long as the helper. It is never unlocked; when run
+// returns after the helper's end, the runtime ends the thread with it.
+func (p *Process) run(cmd *exec.Cmd, started chan<- error) {
+	runtime.LockOSThread()
+	if err := cmd.Start(); err != nil {
+		started <- err
+		return
+	}
+	started <- nil
+	cmd.Wait()
+	// The report pipe reaches EOF when the helper is gone (nothing else
+	// holds it), so this wait is short.
+	<-p.reportDone
+	status := "unknown"
+	if cmd.ProcessState != nil {
+		status = cmd.ProcessState.String()
+	}
+	p.finish(status)
+}
+
+// finish records how the server ended, unless that is known already, and
+// closes Done. It is called when the helper reports that the server and
+// everything it started are gone, and when the helper has exited.
+func (p *Process) finish(status string) {
+	p.doneOnce.Do(func() {
+		p.mu.Lock()
+		if p.reported != "" {
+			status = p.reported
+		}
+		p.exitStatus = status
+		p.mu.Unlock()
+		close(p.done)
+	})
+}
+
+// readReports reads the helper's reports: the first goes to first, an exit
+// report is kept as the exit status.
+func (p *Process) readReports(r *os.File, first chan<- reportResult) {
+	defer close(p.reportDone)
+	defer r.Close()
+	br := bufio.NewReader(r)
+	rep, err := readReport(br)
+	first <- reportResult{rep, err}
+	if err != nil || !rep.Started {
+		io.Copy(io.Discard, br)
+		return
+	}
+	for {
+		rep, err := readReport(br)
+		if err != nil {
+			io.Copy(io.Discard, br)
+			return
+		}
+		if rep.Exit != "" {
+			p.mu.Lock()
+			p.reported = rep.Exit
+			p.mu.Unlock()
+			if rep.Alone {
+				p.finish(rep.Exit)
+			}
+		}
+	}
+}
+
+// abort ends a helper that did not start its server properly.
+func (p *Process) abort() {
+	p.helper.Kill()
+	p.lifeline.Close()
+	p.waitDone(killWait)
+	p.stdin.Close()
+	p.stdout.Close()
+}

@@ -1,0 +1,336 @@
+// Command hostile is the fixture server of the sandbox tests: it tries, on
+// request, everything a hostile MCP server would try, and reports what
+// happened. It uses only the standard library.
+//
+// Usage:
+//
+//	hostile                 serve requests on stdin (the default)
+//	hostile exit N          exit with status N at once
+//	hostile daemon FILE     setsid, fork again, and leave a grandchild that
+//	                        appends a line to FILE every 10ms forever
+//	hostile beat FILE       append a line to FILE every 10ms forever
+//
+// Each request is one JSON line {"op": "...", "args": [...]}; each reply is
+// one JSON line {"ok": bool, "out": "...", "err": "...", "errno": "EACCES"}.
+// On EOF of stdin it exits 0, unless told to "linger".
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+type request struct {
+	Op   string   `json:"op"`
+	Args []string `json:"args"`
+}
+
+type reply struct {
+	OK    bool   `json:"ok"`
+	Out   string `json:"out,omitempty"`
+	Err   string `json:"err,omitempty"`
+	Errno string `json:"errno,omitempty"`
+}
+
+func main() {
+	if len(os.Args) >= 3 {
+		switch os.Args[1] {
+		case "exit":
+			n, _ := strconv.Atoi(os.Args[2])
+			os.Exit(n)
+		case "daemon":
+			daemon(os.Args[2])
+			return
+		case "beat":
+			beat(os.Args[2])
+			return
+		}
+	}
+	serve()
+}
+
+func serve() {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	out := json.NewEncoder(os.Stdout)
+	linger := false
+	for in.Scan() {
+		var req request
+		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+			out.Encode(fail(err))
+			continue
+		}
+		if req.Op == "linger" {
+			linger = true
+			out.Encode(reply{OK: true})
+			continue
+		}
+		out.Encode(do(req))
+	}
+	if linger {
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+}
+
+func fail(err error) reply {
+	r := reply{Err: err.Error()}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		r.Errno = errnoName(errno)
+	}
+	return r
+}
+
+func result(out string, err error) reply {
+	if err != nil {
+		return fail(err)
+	}
+	return reply{OK: true, Out: out}
+}
+
+func arg(req request, i int) string {
+	if i < len(req.Args) {
+		return req.Args[i]
+	}
+	return ""
+}
+
+func do(req request) reply {
+	a0, a1 := arg(req, 0), arg(req, 1)
+	switch req.Op {
+	case "write":
+		return result("", os.WriteFile(a0, []byte("hostile\n"), 0o644))
+	case "append":
+		f, err := os.OpenFile(a0, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return fail(err)
+		}
+		_, err = f.WriteString("hostile\n")
+		f.Close()
+		return result("", err)
+	case "read":
+		b, err := os.ReadFile(a0)
+		return result(string(b), err)
+	case "readdir":
+		ents, err := os.ReadDir(a0)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return result(strings.Join(names, "\n"), err)
+	case "mkdir":
+		return result("", os.Mkdir(a0, 0o755))
+	case "rename":
+		return result("", os.Rename(a0, a1))
+	case "remove":
+		return result("", os.Remove(a0))
+	case "truncate":
+		return result("", os.Truncate(a0, 0))
+	case "chmod":
+		return result("", os.Chmod(a0, 0o777))
+	case "symlink":
+		return result("", os.Symlink(a0, a1))
+	case "exec":
+		out, err := exec.Command(a0, req.Args[1:]...).CombinedOutput()
+		return result(string(out), err)
+	case "fds":
+		// The descriptors it inherited: the ones without close-on-exec
+		// (whatever this program opens itself has it, as Go sets it).
+		ents, err := os.ReadDir("/proc/self/fd")
+		var fds []string
+		for _, e := range ents {
+			fd, _ := strconv.Atoi(e.Name())
+			flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFD, 0)
+			if errno != 0 || flags&syscall.FD_CLOEXEC != 0 {
+				continue
+			}
+			target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+			fds = append(fds, e.Name()+"="+target)
+		}
+		return result(strings.Join(fds, " "), err)
+	case "env":
+		return result(strings.Join(os.Environ(), "\n"), nil)
+	case "status":
+		b, err := os.ReadFile("/proc/self/status")
+		return result(string(b), err)
+	case "pids":
+		ents, err := os.ReadDir("/proc")
+		var pids []string
+		for _, e := range ents {
+			if _, err := strconv.Atoi(e.Name()); err == nil {
+				pids = append(pids, e.Name())
+			}
+		}
+		return result(strings.Join(pids, " "), err)
+	case "tcp":
+		c, err := net.DialTimeout("tcp", a0, 3*time.Second)
+		if err != nil {
+			return fail(err)
+		}
+		_, err = c.Write([]byte("hostile\n"))
+		c.Close()
+		return result("", err)
+	case "udp":
+		// A raw socket call, so that the failure shows where it happens.
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM, 0)
+		if err != nil {
+			return fail(fmt.Errorf("socket: %w", err))
+		}
+		defer syscall.Close(fd)
+		host, port, _ := net.SplitHostPort(a0)
+		p, _ := strconv.Atoi(port)
+		sa := &syscall.SockaddrInet4{Port: p}
+		copy(sa.Addr[:], net.ParseIP(host).To4())
+		return result("", syscall.Sendto(fd, []byte("hostile\n"), 0, sa))
+	case "socket":
+		// socket FAMILY TYPE PROTO, numbers.
+		fam, _ := strconv.Atoi(a0)
+		typ, _ := strconv.Atoi(a1)
+		proto, _ := strconv.Atoi(arg(req, 2))
+		fd, err := syscall.Socket(fam, typ, proto)
+		if err == nil {
+			syscall.Close(fd)
+		}
+		return result("", err)
+	case "unix":
+		c, err := net.DialTimeout("unix", a0, 3*time.Second)
+		if err != nil {
+			return fail(err)
+		}
+		c.Close()
+		return result("", nil)
+	case "listen-unix":
+		l, err := net.Listen("unix", a0)
+		if err != nil {
+			return fail(err)
+		}
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		return result("", nil)
+	case "daemon":
+		cmd := exec.Command("/proc/self/exe", "daemon", a0)
+		if err := cmd.Run(); err != nil {
+			return fail(err)
+		}
+		return result("", nil)
+	case "hold-stdout":
+		// A child that keeps stdout (and stderr) open forever.
+		cmd := exec.Command("/proc/self/exe", "beat", "/dev/null")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		return result("", cmd.Start())
+	case "trap":
+		// On SIGTERM write a0 and exit 0; ignore SIGINT and SIGHUP.
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		signal.Ignore(syscall.SIGINT, syscall.SIGHUP)
+		go func() {
+			<-c
+			os.WriteFile(a0, []byte("term\n"), 0o644)
+			os.Exit(0)
+		}()
+		return result("", nil)
+	case "ignore-signals":
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		return result("", nil)
+	case "kill":
+		pid, _ := strconv.Atoi(a0)
+		sig, _ := strconv.Atoi(a1)
+		return result("", syscall.Kill(pid, syscall.Signal(sig)))
+	case "keyctl":
+		// KEYCTL_GET_KEYRING_ID (0) of KEY_SPEC_USER_KEYRING (-4).
+		neg4 := -4
+		_, _, e := syscall.Syscall(syscall.SYS_KEYCTL, 0, uintptr(neg4), 0)
+		return errnoResult(e)
+	case "io_uring":
+		var params [120]byte
+		_, _, e := syscall.Syscall(425 /* io_uring_setup on amd64 and arm64 */, 1, uintptr(unsafe.Pointer(&params[0])), 0)
+		return errnoResult(e)
+	case "tty":
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err == nil {
+			f.Close()
+		}
+		return result("", err)
+	case "stderr":
+		fmt.Fprintln(os.Stderr, a0)
+		return result("", nil)
+	case "echo":
+		return result(a0, nil)
+	case "exit":
+		n, _ := strconv.Atoi(a0)
+		os.Exit(n)
+	}
+	return fail(fmt.Errorf("unknown op %q", req.Op))
+}
+
+func errnoResult(e syscall.Errno) reply {
+	if e != 0 {
+		return fail(e)
+	}
+	return reply{OK: true}
+}
+
+// daemon detaches like a classic Unix daemon: a new session, a second fork,
+// and the intermediate process exits, leaving an orphaned grandchild.
+func daemon(file string) {
+	if _, err := syscall.Setsid(); err != nil {
+		fmt.Fprintln(os.Stderr, "setsid:", err)
+		os.Exit(1)
+	}
+	cmd := exec.Command("/proc/self/exe", "beat", file)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "fork:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// beat appends a line to file every 10ms, ignoring the polite signals.
+func beat(file string) {
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	for i := 0; ; i++ {
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, i)
+			f.Close()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func errnoName(e syscall.Errno) string {
+	names := map[syscall.Errno]string{
+		syscall.EACCES: "EACCES", syscall.EPERM: "EPERM", syscall.EROFS: "EROFS",
+		syscall.EBUSY: "EBUSY", syscall.ENOENT: "ENOENT", syscall.EXDEV: "EXDEV",
+		syscall.EAFNOSUPPORT: "EAFNOSUPPORT", syscall.ENETUNREACH: "ENETUNREACH",
+		syscall.ECONNREFUSED: "ECONNREFUSED", syscall.ENOSYS: "ENOSYS",
+		syscall.ENXIO: "ENXIO", syscall.ESRCH: "ESRCH", syscall.EINVAL: "EINVAL",
+		syscall.EPROTONOSUPPORT: "EPROTONOSUPPORT", syscall.ENOTDIR: "ENOTDIR",
+		syscall.EEXIST: "EEXIST", syscall.ENOEXEC: "ENOEXEC",
+	}
+	if n, ok := names[e]; ok {
+		return n
+	}
+	return fmt.Sprintf("errno%d", int(e))
+}

@@ -1,0 +1,527 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func syscallErrno(n int) syscall.Errno { return syscall.Errno(n) }
+
+func TestBuildEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		host    []string
+		pass    []string
+		set     map[string]string
+		want    []string
+		wantErr string
+	}{
+		{
+			name: "allowlist only",
+			host: []string{"PATH=/bin", "HOME=/h", "LANG=C", "LC_ALL=C", "TERM=xterm", "TZ=UTC", "USER=u", "LOGNAME=u", "SHELL=/bin/sh", "SECRET=x", "LD_PRELOAD=/e.so"},
+			want: []string{"HOME=/h", "LANG=C", "LC_ALL=C", "LOGNAME=u", "PATH=/bin", "SHELL=/bin/sh", "TEMP=/t", "TERM=xterm", "TMP=/t", "TMPDIR=/t", "TZ=UTC", "USER=u"},
+		},
+		{
+			name: "pass present and absent",
+			host: []string{"TOKEN=abc", "OTHER=no"},
+			pass: []string{"TOKEN", "MISSING"},
+			want: []string{"TEMP=/t", "TMP=/t", "TMPDIR=/t", "TOKEN=abc"},
+		},
+		{
+			name: "set overrides host, not TMPDIR",
+			host: []string{"PATH=/bin", "TMPDIR=/host"},
+			set:  map[string]string{"PATH": "/opt/bin", "MODE": "ro", "TMPDIR": "/evil", "EMPTY": ""},
+			want: []string{"EMPTY=", "MODE=ro", "PATH=/opt/bin", "TEMP=/t", "TMP=/t", "TMPDIR=/t"},
+		},
+		{
+			name: "last duplicate wins, malformed entries ignored",
+			host: []string{"PATH=/a", "garbage", "=x", "PATH=/b", "HOME=/h=with=equals"},
+			want: []string{"HOME=/h=with=equals", "PATH=/b", "TEMP=/t", "TMP=/t", "TMPDIR=/t"},
+		},
+		{name: "bad set name", set: map[string]string{"A=B": "x"}, wantErr: "not a valid variable name"},
+		{name: "empty set name", set: map[string]string{"": "x"}, wantErr: "not a valid variable name"},
+		{name: "NUL in value", set: map[string]string{"A": "x\x00y"}, wantErr: "NUL"},
+		{name: "bad pass name", pass: []string{"A\x00"}, wantErr: "not a valid variable name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := buildEnv(tt.host, tt.pass, tt.set, "/t")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseShebang(t *testing.T) {
+	tests := []struct {
+		head        string
+		interp, arg string
+		ok          bool
+	}{
+		{"#!/bin/sh\necho", "/bin/sh", "", true},
+		{"#! /usr/bin/env node\n", "/usr/bin/env", "node", true},
+		{"#!/usr/bin/env -S node --flag  \n", "/usr/bin/env", "-S node --flag", true},
+		{"#!\t/bin/bash\t-e\t\n", "/bin/bash", "-e", true},
+		{"#!/bin/sh", "/bin/sh", "", true},
+		{"#!/bin/sh\x00junk", "/bin/sh", "", true},
+		{"#!   \n/bin/sh", "", "", false},
+		{"#!", "", "", false},
+		{"\x7fELF...", "", "", false},
+		{"echo hi", "", "", false},
+		{"", "", "", false},
+		// The kernel reads 256 bytes: a longer line is cut there.
+		{"#!/i " + strings.Repeat("a", 300), "/i", strings.Repeat("a", maxShebangLen-5), true},
+	}
+	for _, tt := range tests {
+		interp, arg, ok := parseShebang([]byte(tt.head))
+		if interp != tt.interp || arg != tt.arg || ok != tt.ok {
+			t.Errorf("parseShebang(%q) = %q, %q, %v; want %q, %q, %v", tt.head, interp, arg, ok, tt.interp, tt.arg, tt.ok)
+		}
+	}
+}
+
+func TestEnvProgram(t *testing.T) {
+	tests := []struct {
+		arg  string
+		prog string
+		ok   bool
+	}{
+		{"node", "node", true},
+		{"-S node --experimental", "node", true},
+		{"-Snode --x", "node", true},
+		{"-i PATH=/x python3", "python3", true},
+		{"-u HOME -C /tmp deno run", "deno", true},
+		{"--split-string deno run", "deno", true},
+		{"-S", "", false},
+		{"", "", false},
+		{"A=1 B=2", "", false},
+	}
+	for _, tt := range tests {
+		prog, ok := envProgram(tt.arg)
+		if prog != tt.prog || ok != tt.ok {
+			t.Errorf("envProgram(%q) = %q, %v; want %q, %v", tt.arg, prog, ok, tt.prog, tt.ok)
+		}
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	mkfile(t, filepath.Join(bin, "tool"), "#!/bin/sh\n")
+	os.Chmod(filepath.Join(bin, "tool"), 0o755)
+	mkfile(t, filepath.Join(bin, "data"), "x")
+	mkfile(t, filepath.Join(dir, "wt", "local"), "#!/bin/sh\n")
+	os.Chmod(filepath.Join(dir, "wt", "local"), 0o755)
+	if err := os.Mkdir(filepath.Join(bin, "adir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wt := filepath.Join(dir, "wt")
+	tests := []struct {
+		file, path string
+		want       string
+		wantErr    string
+	}{
+		{"tool", bin, filepath.Join(bin, "tool"), ""},
+		{"tool", "relative:" + bin, filepath.Join(bin, "tool"), ""},
+		{"local", ":.:relative", "", "not found"}, // relative entries would search the worktree
+		{"data", bin, "", "not found"},
+		{"adir", bin, "", "not found"},
+		{"tool", "", "", "no PATH"},
+		{"./local", "", filepath.Join(wt, "local"), ""},
+		{filepath.Join(bin, "tool"), "", filepath.Join(bin, "tool"), ""},
+		{filepath.Join(bin, "data"), "", "", "permission denied"},
+		{filepath.Join(bin, "adir"), "", "", "not a regular file"},
+	}
+	for _, tt := range tests {
+		got, err := lookPath(tt.file, tt.path, wt)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("lookPath(%q, %q) = %q, %v; want error %q", tt.file, tt.path, got, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("lookPath(%q, %q) = %q, %v; want %q", tt.file, tt.path, got, err, tt.want)
+		}
+	}
+}
+
+func TestExecChain(t *testing.T) {
+	dir := t.TempDir()
+	exe := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		mkfile(t, p, content)
+		os.Chmod(p, 0o755)
+		return p
+	}
+	bin := exe("interp", "\x7fELF")
+	viaInterp := exe("script", "#!"+bin+" -x\n")
+	nested := exe("nested", "#!"+viaInterp+"\n")
+	viaEnv := exe("envscript", "#!/usr/bin/env -S interp --flag\n")
+	missing := exe("missing", "#!/nonexistent/interp\n")
+	loop := filepath.Join(dir, "loop")
+	mkfile(t, loop, "#!"+loop+"\n")
+	os.Chmod(loop, 0o755)
+
+	tests := []struct {
+		exe  string
+		want []execEntry
+	}{
+		{bin, []execEntry{{path: bin}}},
+		{viaInterp, []execEntry{{path: viaInterp}, {path: bin, lexical: true}}},
+		{nested, []execEntry{{path: nested}, {path: viaInterp, lexical: true}, {path: bin, lexical: true}}},
+		{viaEnv, []execEntry{{path: viaEnv}, {path: "/usr/bin/env", lexical: true}, {path: bin, lexical: true}}},
+		{missing, []execEntry{{path: missing}}},
+		// The kernel gives up after a few levels; so does execChain.
+		{loop, []execEntry{{path: loop}, {loop, true}, {loop, true}, {loop, true}, {loop, true}}},
+	}
+	for _, tt := range tests {
+		if tt.exe == viaEnv {
+			if _, err := os.Stat("/usr/bin/env"); err != nil {
+				t.Logf("skipping the env(1) case: %v", err)
+				continue
+			}
+		}
+		got, err := execChain(tt.exe, dir+":/usr/bin:/bin")
+		if err != nil {
+			t.Errorf("execChain(%s): %v", tt.exe, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("execChain(%s) = %+v, want %+v", tt.exe, got, tt.want)
+		}
+	}
+}
+
+func TestOutermost(t *testing.T) {
+	tests := []struct{ in, want []string }{
+		{nil, nil},
+		{[]string{"/a/b", "/a", "/a-b", "/a/b/c", "/a-b/c", "/z", "/a"}, []string{"/a", "/a-b", "/z"}},
+		{[]string{"/", "/x"}, []string{"/"}},
+		{[]string{"/ab", "/a"}, []string{"/a", "/ab"}},
+	}
+	for _, tt := range tests {
+		if got := outermost(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("outermost(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestIsUnder(t *testing.T) {
+	tests := []struct {
+		path, root string
+		want       bool
+	}{
+		{"/a", "/a", true},
+		{"/a/b", "/a", true},
+		{"/ab", "/a", false},
+		{"/a", "/a/b", false},
+		{"/anything", "/", true},
+		{"/", "/", true},
+	}
+	for _, tt := range tests {
+		if got := isUnder(tt.path, tt.root); got != tt.want {
+			t.Errorf("isUnder(%q, %q) = %v", tt.path, tt.root, got)
+		}
+	}
+}
+
+func TestSpecRoundTrip(t *testing.T) {
+	s := &spec{
+		Path: "/usr/bin/node", Argv: []string{"node", "server.js"}, Env: []string{"A=1", "TMPDIR=/tmp/x"},
+		Dir: "/w", Network: true, MaxABI: 3,
+		Hide: []string{"/tmp", "/home"}, Read: []string{"/usr", "/home/u/.cache"}, Write: []string{"/w", "/tmp/x"},
+		Protect: []string{"/w/.state"},
+	}
+	b, err := encodeSpec(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The decoder must stop at the end of the spec: the rest of the pipe
+	// is the lifeline.
+	r := bytes.NewReader(append(b, "after"...))
+	got, err := decodeSpec(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, s) {
+		t.Errorf("decoded %+v, want %+v", got, s)
+	}
+	if rest := r.Len(); rest != len("after") {
+		t.Errorf("decodeSpec consumed %d bytes past the spec", len("after")-rest)
+	}
+}
+
+func TestDecodeSpecErrors(t *testing.T) {
+	frame := func(body string) []byte {
+		var b bytes.Buffer
+		b.WriteString(specMagic)
+		n := len(body)
+		b.Write([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+		b.WriteString(body)
+		return b.Bytes()
+	}
+	ok := `"path":"/bin/x","argv":["x"],"dir":"/w"`
+	tests := []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"empty", nil, "reading header"},
+		{"no magic", []byte("GET / HTTP/1.1\r\n\r\n.........."), "missing magic"},
+		{"too long", append([]byte(specMagic), 0xff, 0xff, 0xff, 0xff), "exceeds"},
+		{"short body", append([]byte(specMagic), 0, 0, 0, 10, '{'), "reading body"},
+		{"not json", frame("nope"), "invalid character"},
+		{"unknown field", frame(`{` + ok + `,"sandbox":"off"}`), "unknown field"},
+		{"trailing", frame(`{` + ok + `}{}`), "trailing"},
+		{"relative path", frame(`{"path":"x","argv":["x"],"dir":"/w"}`), "not a clean absolute path"},
+		{"unclean dir", frame(`{"path":"/x","argv":["x"],"dir":"/w/../etc"}`), "not a clean absolute path"},
+		{"no argv", frame(`{"path":"/x","dir":"/w"}`), "empty argv"},
+		{"bad env", frame(`{` + ok + `,"env":["NOEQUALS"]}`), "bad environment entry"},
+		{"hide /", frame(`{` + ok + `,"hide":["/"]}`), "hide path is /"},
+		{"write /", frame(`{` + ok + `,"write":["/"]}`), "write path is /"},
+		{"relative read", frame(`{` + ok + `,"read":["usr"]}`), "not a clean absolute path"},
+		{"probe and off", frame(`{"probe":true,"off":true}`), "probe and off"},
+		{"negative abi", frame(`{` + ok + `,"max_abi":-1}`), "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decodeSpec(bytes.NewReader(tt.in))
+			if !errors.Is(err, errBadSpec) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("decodeSpec: %v, want errBadSpec saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseReport(t *testing.T) {
+	tests := []struct {
+		line    string
+		want    report
+		wantErr bool
+	}{
+		{`{"started":true,"confinement":"none"}`, report{Started: true, Confinement: "none"}, false},
+		{`{"error":"landlock: EPERM","unsupported":true}`, report{Error: "landlock: EPERM", Unsupported: true}, false},
+		{`{"exit":"exit status 3"}`, report{Exit: "exit status 3"}, false},
+		{`{}`, report{}, true},
+		{`{"started":true,"exit":"x"}`, report{}, true},
+		{`{"unsupported":true,"started":true}`, report{}, true},
+		{`{"started":true,"extra":1}`, report{}, true},
+		{`{"started":true} {}`, report{}, true},
+		{`not json`, report{}, true},
+	}
+	for _, tt := range tests {
+		got, err := parseReport([]byte(tt.line))
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("parseReport(%s) = %+v, %v; want %+v, error %v", tt.line, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestPlanMounts(t *testing.T) {
+	tests := []struct {
+		name    string
+		s       spec
+		want    mountPlan
+		wantErr string
+	}{
+		{
+			name: "worktree and temp dir in /tmp, read path in home",
+			s: spec{
+				Hide:  []string{"/tmp", "/home", "/home/u", "/run"},
+				Read:  []string{"/usr", "/home/u/.cache/notes", "/tmp/fixtures"},
+				Write: []string{"/tmp/w", "/tmp/mcphost-x"},
+			},
+			want: mountPlan{
+				Hide:     []string{"/home", "/run", "/tmp"},
+				Reveal:   []string{"/home/u/.cache/notes", "/tmp/fixtures", "/tmp/mcphost-x", "/tmp/w"},
+				Writable: []string{"/tmp/mcphost-x", "/tmp/w"},
+			},
+		},
+		{
+			name: "a granted directory is not hidden",
+			s:    spec{Hide: []string{"/tmp", "/home"}, Read: []string{"/home"}, Write: []string{"/srv/w"}},
+			want: mountPlan{Hide: []string{"/tmp"}, Writable: []string{"/srv/w"}},
+		},
+		{
+			name: "nested grants are revealed once",
+			s:    spec{Hide: []string{"/home"}, Read: []string{"/home/u/proj/vendor"}, Write: []string{"/home/u/proj"}},
+			want: mountPlan{Hide: []string{"/home"}, Reveal: []string{"/home/u/proj"}, Writable: []string{"/home/u/proj"}},
+		},
+		{
+			name: "protected paths and the directories pinned above them",
+			s: spec{
+				Write:   []string{"/w", "/x"},
+				Protect: []string{"/w/agent.toml", "/w/a/b/c", "/w/a/d", "/elsewhere", "/w/a/b/c/inner"},
+			},
+			want: mountPlan{
+				Writable: []string{"/w", "/x"},
+				Pin:      []string{"/w/a", "/w/a/b"},
+				Protect:  []string{"/w/a/b/c", "/w/a/d", "/w/agent.toml"},
+			},
+		},
+		{
+			name: "a protected path hidden from the server needs nothing",
+			s:    spec{Hide: []string{"/tmp"}, Write: []string{"/tmp/w"}, Read: []string{"/tmp/w"}, Protect: []string{"/tmp/other/state"}},
+			want: mountPlan{Hide: []string{"/tmp"}, Reveal: []string{"/tmp/w"}, Writable: []string{"/tmp/w"}},
+		},
+		{
+			name:    "protect containing a writable path",
+			s:       spec{Write: []string{"/w/sub"}, Protect: []string{"/w"}},
+			wantErr: "contains the writable path",
+		},
+		{
+			name:    "hiding /",
+			s:       spec{Hide: []string{"/"}},
+			wantErr: "cannot hide /",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := planMounts(&tt.s)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseMountPoints(t *testing.T) {
+	tests := []struct {
+		file    string
+		want    []string
+		wantErr string
+	}{
+		{"host.txt", []string{"/proc", "/sys", "/dev", "/dev/pts", "/dev/shm", "/", "/run", "/run/user/1000", "/home", "/tmp", "/mnt/with space", "/mnt/tab\tand\\backslash"}, ""},
+		{"relative.txt", nil, "not absolute"},
+		{"short.txt", nil, "fewer than 5 fields"},
+		{"badescape.txt", nil, "escape"},
+	}
+	for _, tt := range tests {
+		f, err := os.Open(filepath.Join("testdata", "mountinfo", tt.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseMountPoints(f)
+		f.Close()
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: err %v, want %q", tt.file, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: %q, %v; want %q", tt.file, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseStatPPid(t *testing.T) {
+	tests := []struct {
+		stat    string
+		want    int
+		wantErr bool
+	}{
+		{"42 (hostile) S 7 42 42 0 -1", 7, false},
+		{"42 (a) b) (c) R 1 2 3", 1, false},
+		{"42 (with space) Z 0 0", 0, false},
+		{"42 (x) S", 0, true},
+		{"42 no parens S 7", 0, true},
+		{"42 (x) S -3", 0, true},
+		{"42 (x) S nine", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := parseStatPPid([]byte(tt.stat))
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("parseStatPPid(%q) = %d, %v; want %d, error %v", tt.stat, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestTempPrefix(t *testing.T) {
+	for in, want := range map[string]string{
+		"notes": "notes", "": "server", "../../etc": "etc", "a b/c": "abc",
+		strings.Repeat("x", 50): strings.Repeat("x", 32),
+	} {
+		if got := tempPrefix(in); got != want {
+			t.Errorf("tempPrefix(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSeccompProgram checks the filter's structure: every jump lands
+// inside the program and every path ends in a return, for both settings.
+func TestSeccompProgram(t *testing.T) {
+	if !seccompSupported {
+		t.Skip("no seccomp filter on this architecture")
+	}
+	for _, network := range []bool{false, true} {
+		prog := seccompProgram(network)
+		if len(prog) == 0 || len(prog) > 4096 {
+			t.Fatalf("network=%v: %d instructions", network, len(prog))
+		}
+		for pc, ins := range prog {
+			switch ins.Code & 0x07 { // BPF instruction class
+			case 0x05: // BPF_JMP
+				for _, off := range []uint8{ins.Jt, ins.Jf} {
+					if pc+1+int(off) >= len(prog) {
+						t.Errorf("network=%v: jump at %d leaves the program", network, pc)
+					}
+				}
+			}
+		}
+		if last := prog[len(prog)-1]; last.Code != bpfRetK || last.K != retAllow {
+			t.Errorf("network=%v: the program does not end by allowing", network)
+		}
+	}
+	if len(seccompProgram(false)) <= len(seccompProgram(true)) {
+		t.Error("the network-off filter checks nothing more than the network-on one")
+	}
+}
+
+// TestUnsupportedError: the error for a kernel that cannot confine says
+// why and how to opt out, and wraps ErrUnsupported.
+func TestUnsupportedError(t *testing.T) {
+	err := unsupported("notes", "landlock: function not implemented")
+	if !errors.Is(err, ErrUnsupported) {
+		t.Errorf("%v does not wrap ErrUnsupported", err)
+	}
+	for _, want := range []string{`server "notes"`, "landlock: function not implemented", `sandbox = "off"`, "[mcp.notes]", "risk"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	// Refused namespaces are a kernel matter; a missing program is not.
+	sp := &spec{}
+	if err := startError("n", sp, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("EPERM from clone: %v", err)
+	}
+	if err := startError("n", &spec{Off: true}, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); errors.Is(err, ErrUnsupported) {
+		t.Errorf("EPERM unconfined: %v", err)
+	}
+}
