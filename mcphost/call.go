@@ -200,8 +200,11 @@ func (srv *server) dying() bool {
 // when it can be had quickly.
 func (srv *server) goneError(cause error) error {
 	srv.mu.Lock()
-	proc := srv.proc
+	proc, broken := srv.proc, srv.brokenErr
 	srv.mu.Unlock()
+	if broken != nil {
+		return fmt.Errorf("%w: server %s sent a message mcphost cannot read (%v); it was stopped", ErrServerGone, srv.cfg.Name, broken)
+	}
 	status := ""
 	if proc != nil {
 		select {

@@ -286,10 +286,24 @@ func TestHugeResultIsCut(t *testing.T) {
 	sc := fixture("big")
 	sc.MaxOutput = 1000
 	s := e.connect(e.opts(), sc)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	peak := watchHeap(t)
 	res, err := s.Call(context.Background(), "mcp__big__big", json.RawMessage(`{"n":5000000}`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := peak()
+	t.Logf("heap before %d MiB, peak while reading a 5 MB result %d MiB", before.HeapAlloc>>20, p>>20)
+	// The message is read whole (bounded by the line limit, 16 MiB), then
+	// cut; it must not be held more than a few times over.
+	if p > before.HeapAlloc+64<<20 {
+		t.Errorf("heap grew to %d MiB for a 5 MB result", p>>20)
+	}
+	// A result past the line limit drops the server (bounded), with a
+	// notice, instead of growing the heap without bound.
+
 	if len(res.Content) != 2 {
 		t.Fatalf("content: %d items", len(res.Content))
 	}
@@ -526,5 +540,32 @@ func TestUncheckableSchemaRefused(t *testing.T) {
 	}
 	if e.file("calls.log") != "" {
 		t.Error("the call reached the server")
+	}
+}
+
+// TestOversizedMessageStopsServer: a result larger than the message limit
+// (16 MiB here) is not read into memory whole; the server is stopped and the
+// error says why.
+func TestOversizedMessageStopsServer(t *testing.T) {
+	e := newEnv(t)
+	sc := fixture("big")
+	sc.MaxOutput = 1000
+	s := e.connect(e.opts(), sc, fixture("other"))
+	_, err := s.Call(context.Background(), "mcp__big__big", json.RawMessage(`{"n":20000000}`))
+	if !errors.Is(err, ErrServerGone) || !strings.Contains(err.Error(), "cannot read") {
+		t.Errorf("oversized result: %v; want ErrServerGone saying the message cannot be read", err)
+	}
+	if _, err := s.Call(context.Background(), "mcp__big__echo", json.RawMessage(`{"text":"x"}`)); !errors.Is(err, ErrServerGone) {
+		t.Errorf("call after: %v", err)
+	}
+	if call(t, s, "mcp__other__echo", `{"text":"x"}`) != `{"text":"x"}` {
+		t.Error("the other server was hurt")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for noticeWith(s, "big", "cannot read") == "" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if noticeWith(s, "big", "cannot read") == "" {
+		t.Errorf("no notice saying why: %q", s.Notices())
 	}
 }

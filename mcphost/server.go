@@ -52,6 +52,7 @@ type server struct {
 	tap         *listTap
 	lastList    []json.RawMessage
 	prepCache   map[string]prepared // the latest listing's per-tool work, by raw definition
+	brokenErr   error               // why the connection could not be read, if it broke
 	relisting   chan struct{}       // non-nil while a list_changed re-list runs; closed when done
 	dirty       bool                // another list_changed came during the re-list
 	gen         uint64              // bumped on every start, so stale goroutines stand down
@@ -97,9 +98,10 @@ func (srv *server) start(ctx context.Context) error {
 	srv.confinement = proc.Confinement()
 	srv.exitStatus = ""
 	srv.err = nil
+	srv.brokenErr = nil
 	srv.dirty = false
 	srv.mu.Unlock()
-	tap := newListTap(func() { srv.toolsChanged(gen) })
+	tap := newListTap(func() { srv.toolsChanged(gen) }, func(err error) { srv.connBroken(gen, err) })
 	// Roots and logging are deprecated from protocol 2026-07-28 on, but
 	// mcphost speaks 2025-11-25, where servers (the filesystem reference
 	// server among them) use roots to learn their directory.
@@ -327,6 +329,24 @@ func (srv *server) failureNotice() string {
 	return n
 }
 
+// connBroken runs when the server sent something that cannot be read: the
+// go-sdk has dropped the connection, so the process is of no more use and
+// is stopped (a server that ignores its broken pipe would linger).
+func (srv *server) connBroken(gen uint64, err error) {
+	srv.mu.Lock()
+	if srv.gen != gen || srv.brokenErr != nil {
+		srv.mu.Unlock()
+		return
+	}
+	srv.brokenErr = err
+	proc := srv.proc
+	srv.mu.Unlock()
+	srv.sess.logger.Warn("server connection broken", "server", srv.cfg.Name, "error", err)
+	if proc != nil {
+		go proc.Close(0)
+	}
+}
+
 // exited runs when the server's process ends on its own (or is closed).
 func (srv *server) exited(gen uint64) {
 	srv.mu.Lock()
@@ -340,6 +360,10 @@ func (srv *server) exited(gen uint64) {
 	if wasRunning {
 		srv.state = ServerExited
 		srv.err = fmt.Errorf("server exited (%s)", status)
+		if srv.brokenErr != nil {
+			status = fmt.Sprintf("stopped: it sent a message mcphost cannot read: %v", srv.brokenErr)
+			srv.err = fmt.Errorf("server %s", status)
+		}
 	}
 	cs := srv.cs
 	srv.mu.Unlock()
@@ -347,7 +371,7 @@ func (srv *server) exited(gen uint64) {
 		_ = cs.Close() // fail calls in flight now, not at their timeout
 	}
 	if wasRunning {
-		n := fmt.Sprintf("server %s exited (%s); its tools fail until Restart", srv.cfg.Name, status)
+		n := fmt.Sprintf("server %s exited (%s); its tools fail until Restart", srv.cfg.Name, printable(status, 300))
 		if tail := srv.stderr.Tail(5); tail != "" {
 			n += "\n  stderr: " + strings.ReplaceAll(tail, "\n", "\n  stderr: ")
 		}

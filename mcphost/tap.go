@@ -3,6 +3,9 @@ package mcphost
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"os"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -21,15 +24,16 @@ import (
 // re-listing before a call that the server answered after changing its tools
 // returns. (The go-sdk runs notification handlers asynchronously.)
 type listTap struct {
-	changed func() // called on notifications/tools/list_changed
+	changed func()      // called on notifications/tools/list_changed
+	broken  func(error) // called when reading the connection fails
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]bool
 	last    json.RawMessage
 }
 
-func newListTap(changed func()) *listTap {
-	return &listTap{pending: map[jsonrpc.ID]bool{}, changed: changed}
+func newListTap(changed func(), broken func(error)) *listTap {
+	return &listTap{pending: map[jsonrpc.ID]bool{}, changed: changed, broken: broken}
 }
 
 // take returns the raw result of the most recent tools/list response and
@@ -73,6 +77,11 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, os.ErrClosed) {
+		// The server sent what cannot be read (garbage, a message over
+		// the size limit): the go-sdk closes the connection; say why.
+		c.tap.broken(err)
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.Method == "notifications/tools/list_changed" {
 		c.tap.changed()
 	}

@@ -93,6 +93,7 @@ type Process struct {
 	done       chan struct{} // closed when the server and all it started are gone
 	doneOnce   sync.Once
 	reportDone chan struct{} // closed when the helper's reports are read
+	exited     chan struct{} // closed when the helper process has been waited for
 	stderrDone chan struct{} // closed when the stderr copy ends; nil without one
 
 	mu         sync.Mutex
@@ -174,6 +175,12 @@ func (p *Process) close(grace time.Duration) error {
 		}
 	}
 	closeQuietly(p.lifeline)
+	// Done can close when the helper reports the server gone, a moment
+	// before the helper itself exits: Close promises that no process it
+	// started is left, the helper included.
+	if err := p.waitExited(); err != nil {
+		errs = append(errs, err)
+	}
 	if p.stderrDone != nil {
 		select {
 		case <-p.stderrDone:
@@ -190,6 +197,28 @@ func (p *Process) close(grace time.Duration) error {
 		return fmt.Errorf("sandbox: server %q: closing: %w", p.name, errors.Join(errs...))
 	}
 	return nil
+}
+
+// waitExited waits for the helper process to be reaped, killing it if it
+// lingers past killWait.
+func (p *Process) waitExited() error {
+	if p.exited == nil {
+		return nil
+	}
+	t := time.NewTimer(killWait)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return nil
+	case <-t.C:
+	}
+	p.helper.Kill()
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(killWait):
+		return errors.New("the sandbox helper did not exit after SIGKILL")
+	}
 }
 
 // kill ends the server's processes and waits, at most killWait, for Done.

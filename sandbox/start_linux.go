@@ -596,6 +596,7 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 		lifeline:   specW,
 		done:       make(chan struct{}),
 		reportDone: make(chan struct{}),
+		exited:     make(chan struct{}),
 	}
 	// Queue the spec before the helper exists, so it never waits for it
 	// (a spec fits the pipe's buffer; a larger one is read as written).
@@ -680,6 +681,7 @@ type reportResult struct {
 // returns after the helper's end, the runtime ends the thread with it.
 func (p *Process) run(cmd *exec.Cmd, started chan<- error) {
 	runtime.LockOSThread()
+	defer close(p.exited)
 	if err := cmd.Start(); err != nil {
 		started <- err
 		return
