@@ -4,13 +4,18 @@
 
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
-FUZZTIME    ?= 10s
+FUZZTIME    ?= 8s
 INTEROP     := testdata/interop
 
-# package:FuzzTarget pairs, each fuzzed for FUZZTIME.
+# package:FuzzTarget pairs, each fuzzed for FUZZTIME: every parser, and
+# every function that renders or maps untrusted input.
 FUZZ := ./mcphost:FuzzParse ./mcphost:FuzzModelName \
 	./schema:FuzzClose ./schema:FuzzFromModel \
-	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad
+	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff \
+	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
+	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid \
+	./sandbox:FuzzBuildEnv \
+	./openai:FuzzResult ./openai:FuzzFunctionOutput ./anthropic:FuzzResult ./anthropic:FuzzCount
 
 .PHONY: test deps vet unit fuzz bench example clean
 
