@@ -281,3 +281,29 @@ allow = ["echo", "add", "list_notes", "sleep", "big", "env"]
 		}
 	}
 }
+
+// TestCorruptStateSeen: a corrupt state file is shown to the person (list
+// notice, check exit 1) and never rewritten.
+func TestCorruptStateSeen(t *testing.T) {
+	e := newCLIEnv(t, notesTable)
+	path := filepath.Join(e.state, "mcp-reviewed.json")
+	corrupt := []byte("{\"version\": 1, \"tools\": ")
+	os.WriteFile(path, corrupt, 0o600)
+	code, out, _ := e.run("", "list")
+	if code != 0 || !strings.Contains(out, "unreadable") {
+		t.Errorf("list: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "mcp__notes__list_notes") || !strings.Contains(out, "approval") {
+		t.Errorf("list does not show the allowed tool falling back to approval:\n%s", out)
+	}
+	code, out, _ = e.run("", "check")
+	if code != 1 || !strings.Contains(out, "cannot be read") {
+		t.Errorf("check: exit %d\n%s", code, out)
+	}
+	if code, _, _ := e.run("", "approve", "-yes", "mcp__notes__list_notes"); code != 1 {
+		t.Errorf("approve over a corrupt state: exit %d; want 1", code)
+	}
+	if b, _ := os.ReadFile(path); string(b) != string(corrupt) {
+		t.Errorf("the state file was rewritten: %q", b)
+	}
+}
