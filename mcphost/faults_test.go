@@ -569,3 +569,18 @@ func TestOversizedMessageStopsServer(t *testing.T) {
 		t.Errorf("no notice saying why: %q", s.Notices())
 	}
 }
+
+// TestRestartRacingClose: a Restart that runs while the session closes
+// leaves no process behind.
+func TestRestartRacingClose(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(), fixture("a", "-init-delay", "200ms"))
+	done := make(chan error, 1)
+	go func() { done <- s.Restart(context.Background(), "a") }()
+	time.Sleep(50 * time.Millisecond)
+	s.Close()
+	if err := <-done; err != nil && !errors.Is(err, ErrClosed) {
+		t.Logf("Restart: %v", err)
+	}
+	waitNoProcesses(t, fixtureBin)
+}

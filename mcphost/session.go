@@ -51,9 +51,10 @@ type Options struct {
 	// without recording a review. Session.Approve still records. mcphost
 	// list, check and call use it.
 	ReadOnlyState bool
-	// OnToolsChanged is called, from a goroutine of the session's, after a
-	// server's tools changed mid-session (notifications/tools/list_changed
-	// or Restart), with that server's name. Read the new tools with Tools.
+	// OnToolsChanged is called after a server's tools changed mid-session,
+	// with that server's name: from a goroutine of the session's after
+	// notifications/tools/list_changed, from Restart's caller after a
+	// Restart. Read the new tools with Tools. It must not call Close.
 	OnToolsChanged func(server string)
 	// OnCall is called after every Session.Call with a record of it.
 	OnCall func(CallRecord)
@@ -498,6 +499,10 @@ func (s *Session) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A Restart in progress finishes first, so its new process
+			// is closed here rather than left running.
+			srv.restartMu.Lock()
+			defer srv.restartMu.Unlock()
 			errs[i] = srv.close(ServerClosed)
 		}()
 	}
@@ -520,11 +525,11 @@ func (s *Session) Restart(ctx context.Context, server string) error {
 	if !ok {
 		return fmt.Errorf("mcphost: restart: no server named %q", server)
 	}
+	srv.restartMu.Lock()
+	defer srv.restartMu.Unlock()
 	if s.isClosed() {
 		return fmt.Errorf("mcphost: restart %s: %w", server, ErrClosed)
 	}
-	srv.restartMu.Lock()
-	defer srv.restartMu.Unlock()
 	_ = srv.close(ServerClosed)
 	s.mu.Lock()
 	for name, e := range s.tools {
