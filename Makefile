@@ -15,7 +15,8 @@ FUZZ := ./mcphost:FuzzParse ./mcphost:FuzzModelName \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
 	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid \
 	./sandbox:FuzzBuildEnv \
-	./openai:FuzzResult ./openai:FuzzFunctionOutput ./anthropic:FuzzResult ./anthropic:FuzzCount
+	./openai:FuzzResult ./openai:FuzzFunctionOutput ./anthropic:FuzzResult ./anthropic:FuzzCount \
+	./internal/toolresult:FuzzRender
 
 .PHONY: test deps vet unit fuzz bench example clean
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/mcphost/mcphost/internal/toolresult"
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -130,18 +131,18 @@ func schemaFor(t mcphost.Tool) (json.RawMessage, bool) {
 // cannot take, and is_error from res.IsError. See the package documentation
 // for the whole mapping. A nil res is read as a result with no content.
 func ToolResult(toolUseID string, res *mcp.CallToolResult) ToolResultBlock {
-	parts := render(res, target{name: "Anthropic tool results"})
+	parts := toolresult.Render(res, toolresult.Target{Name: "Anthropic tool results", Images: true, ErrorFlag: true})
 	block := ToolResultBlock{Type: "tool_result", ToolUseID: toolUseID,
 		Content: make([]ContentBlock, len(parts)), IsError: res != nil && res.IsError}
 	for i, p := range parts {
-		if p.image == nil {
-			block.Content[i] = ContentBlock{Type: "text", Text: p.text}
+		if p.Image == nil {
+			block.Content[i] = ContentBlock{Type: "text", Text: p.Text}
 			continue
 		}
 		block.Content[i] = ContentBlock{Type: "image", Source: &ImageSource{
 			Type:      "base64",
-			MediaType: p.image.mediaType,
-			Data:      base64.StdEncoding.EncodeToString(p.image.data),
+			MediaType: p.Image.MediaType,
+			Data:      base64.StdEncoding.EncodeToString(p.Image.Data),
 		}}
 	}
 	return block
@@ -154,5 +155,5 @@ func ToolResult(toolUseID string, res *mcp.CallToolResult) ToolResultBlock {
 // and how to correct the call).
 func ToolError(toolUseID string, err error) ToolResultBlock {
 	return ToolResultBlock{Type: "tool_result", ToolUseID: toolUseID, IsError: true,
-		Content: []ContentBlock{{Type: "text", Text: errorText(err)}}}
+		Content: []ContentBlock{{Type: "text", Text: toolresult.ErrorText(err)}}}
 }

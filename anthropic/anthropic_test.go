@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphost/mcphost/internal/toolresult"
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -251,9 +252,9 @@ func TestToolResult(t *testing.T) {
 		isError bool
 		want    []string // text of each block, or "image/<type>" for an image block
 	}{
-		{"nil result", nil, false, []string{noContentNote}},
+		{"nil result", nil, false, []string{toolresult.NoContentNote}},
 		{"error flag", &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk full"}}}, true, []string{"disk full"}},
-		{"error without content", &mcp.CallToolResult{IsError: true}, true, []string{noContentNote}},
+		{"error without content", &mcp.CallToolResult{IsError: true}, true, []string{toolresult.NoContentNote}},
 		{"image", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: png}}}, false, []string{"image/png"}},
 		{"mislabelled image uses its real type", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/gif", Data: png}}}, false, []string{"image/png"}},
 		{"svg is not passed on", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/svg+xml", Data: []byte("<svg/>")}}}, false,

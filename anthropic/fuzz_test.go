@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mcphost/mcphost/internal/toolresult"
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -57,7 +58,7 @@ func FuzzResult(f *testing.F) {
 				}
 			case "image":
 				raw, err := base64.StdEncoding.DecodeString(c.Source.Data)
-				if err != nil || c.Source.MediaType == "" || sniffImage(raw) != c.Source.MediaType {
+				if err != nil || c.Source.MediaType == "" || toolresult.SniffImage(raw) != c.Source.MediaType {
 					t.Fatalf("image block of type %q does not hold such an image (%v)", c.Source.MediaType, err)
 				}
 			default:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/mcphost/mcphost/internal/toolresult"
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -110,11 +111,11 @@ func strictReady(t mcphost.Tool, profile string) bool {
 // binary resources. See the package documentation for the whole mapping. A
 // nil res is read as a result with no content.
 func ChatToolMessage(callID string, res *mcp.CallToolResult) ChatMessage {
-	parts := render(res, target{name: "Chat Completions tool messages"})
+	parts := toolresult.Render(res, toolresult.Target{Name: "Chat Completions tool messages"})
 	content := make([]ChatContentPart, len(parts))
 	for i, p := range parts {
-		// render returns images only for a target that accepts them.
-		content[i] = ChatContentPart{Type: "text", Text: p.text}
+		// Render returns images only for a Target that accepts them.
+		content[i] = ChatContentPart{Type: "text", Text: p.Text}
 	}
 	return ChatMessage{Role: "tool", ToolCallID: callID, Content: content}
 }
@@ -125,5 +126,5 @@ func ChatToolMessage(callID string, res *mcp.CallToolResult) ChatMessage {
 // declined, or called with bad arguments, and how to correct the call).
 func ChatToolError(callID string, err error) ChatMessage {
 	return ChatMessage{Role: "tool", ToolCallID: callID,
-		Content: []ChatContentPart{{Type: "text", Text: errorText(err)}}}
+		Content: []ChatContentPart{{Type: "text", Text: toolresult.ErrorText(err)}}}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphost/mcphost/internal/toolresult"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -85,7 +86,7 @@ func FuzzResult(f *testing.F) {
 			case "input_image":
 				mt, data, ok := strings.Cut(strings.TrimPrefix(it.ImageURL, "data:"), ";base64,")
 				raw, err := base64.StdEncoding.DecodeString(data)
-				if !ok || err != nil || sniffImage(raw) != mt || mt == "" {
+				if !ok || err != nil || toolresult.SniffImage(raw) != mt || mt == "" {
 					t.Fatalf("image item %q is not a data URL of its own type", it.ImageURL[:min(len(it.ImageURL), 60)])
 				}
 			default:

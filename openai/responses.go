@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcphost/mcphost/internal/toolresult"
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -131,25 +132,25 @@ func (o *FunctionOutput) UnmarshalJSON(b []byte) error {
 // type and size. See the package documentation for the whole mapping. A nil
 // res is read as a result with no content.
 func FunctionCallOutput(callID string, res *mcp.CallToolResult) FunctionCallOutputItem {
-	parts := render(res, target{name: "Responses API function outputs", images: true})
+	parts := toolresult.Render(res, toolresult.Target{Name: "Responses API function outputs", Images: true})
 	item := FunctionCallOutputItem{Type: "function_call_output", CallID: callID}
-	if !slices.ContainsFunc(parts, func(p part) bool { return p.image != nil }) {
+	if !slices.ContainsFunc(parts, func(p toolresult.Part) bool { return p.Image != nil }) {
 		texts := make([]string, len(parts))
 		for i, p := range parts {
-			texts[i] = p.text
+			texts[i] = p.Text
 		}
 		item.Output.Text = strings.Join(texts, "\n")
 		return item
 	}
 	item.Output.Items = make([]InputContent, len(parts))
 	for i, p := range parts {
-		if p.image == nil {
-			item.Output.Items[i] = InputContent{Type: "input_text", Text: p.text}
+		if p.Image == nil {
+			item.Output.Items[i] = InputContent{Type: "input_text", Text: p.Text}
 			continue
 		}
 		item.Output.Items[i] = InputContent{
 			Type:     "input_image",
-			ImageURL: "data:" + p.image.mediaType + ";base64," + base64.StdEncoding.EncodeToString(p.image.data),
+			ImageURL: "data:" + p.Image.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Image.Data),
 			Detail:   "auto",
 		}
 	}
@@ -161,5 +162,5 @@ func FunctionCallOutput(callID string, res *mcp.CallToolResult) FunctionCallOutp
 // reads "The call failed: " and the error's text.
 func FunctionCallError(callID string, err error) FunctionCallOutputItem {
 	return FunctionCallOutputItem{Type: "function_call_output", CallID: callID,
-		Output: FunctionOutput{Text: errorText(err)}}
+		Output: FunctionOutput{Text: toolresult.ErrorText(err)}}
 }
