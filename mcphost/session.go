@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -187,7 +186,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	s := &Session{opts: opts, servers: map[string]*server{}, tools: map[string]*toolEntry{}}
 	s.logger = opts.Logger
 	if s.logger == nil {
-		s.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		s.logger = slog.New(slog.DiscardHandler)
 	}
 	if s.opts.CloseGrace <= 0 {
 		s.opts.CloseGrace = DefaultCloseGrace
