@@ -171,3 +171,17 @@ func TestNewToolOnReviewedServer(t *testing.T) {
 		t.Errorf("after a review of the server: %q", n)
 	}
 }
+
+func TestConfigNamesMissingTool(t *testing.T) {
+	e := newEnv(t)
+	sc := rawFixture(t, e, "srv", "["+reviewed+"]")
+	sc.Allow = []string{"search", "serach"}
+	sc.Deny = []string{"gone"}
+	s := e.connect(e.opts(), sc)
+	if noticeWith(s, "[mcp.srv] allow", `"serach"`, "does not offer") == "" || noticeWith(s, "[mcp.srv] deny", `"gone"`) == "" {
+		t.Errorf("notices: %q", s.Notices())
+	}
+	if noticeWith(s, `"search"`, "does not offer") != "" {
+		t.Errorf("a notice for a tool the server offers: %q", s.Notices())
+	}
+}

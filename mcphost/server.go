@@ -718,6 +718,16 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		}
 		entries = append(entries, &toolEntry{Tool: t, closed: closed, srv: srv})
 	}
+	for _, list := range []struct {
+		key   string
+		names []string
+	}{{"allow", cfg.Allow}, {"deny", cfg.Deny}} {
+		for _, n := range list.names {
+			if !seen[n] {
+				notices = append(notices, fmt.Sprintf("[mcp.%s] %s names %q, which the server does not offer", cfg.Name, list.key, printable(n, 80)))
+			}
+		}
+	}
 	if ls.state != nil {
 		// The server-level pin: tool names it did not list when it was
 		// last reviewed are worth a person's look even when they are not
