@@ -4,7 +4,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,6 +73,62 @@ func TestCanonical(t *testing.T) {
 				t.Errorf("Canonical is not idempotent: %s -> %s, %v", got, again, err)
 			}
 		})
+	}
+}
+
+// TestCanonicalManyKeys: objects with more members than the parser sorts
+// on its stack, in every order, and a repeated key far from its twin.
+func TestCanonicalManyKeys(t *testing.T) {
+	const n = 40
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%02d", i)
+	}
+	object := func(order []string) string {
+		var b strings.Builder
+		b.WriteByte('{')
+		for i, k := range order {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%q:%d", k, len(k)+i)
+		}
+		b.WriteByte('}')
+		return b.String()
+	}
+	want := func(order []string) string {
+		val := map[string]int{}
+		for i, k := range order {
+			val[k] = len(k) + i
+		}
+		var b strings.Builder
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%q:%d", k, val[k])
+		}
+		b.WriteByte('}')
+		return b.String()
+	}
+	reversed := slices.Clone(keys)
+	slices.Reverse(reversed)
+	shuffled := slices.Clone(keys)
+	rand.New(rand.NewSource(1)).Shuffle(n, func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for name, order := range map[string][]string{"sorted": keys, "reversed": reversed, "shuffled": shuffled} {
+		got, err := Canonical(json.RawMessage(object(order)))
+		if err != nil || string(got) != want(order) {
+			t.Errorf("%s: Canonical = %s, %v; want %s", name, got, err, want(order))
+		}
+	}
+	for name, order := range map[string][]string{
+		"sorted":   append(slices.Clone(keys), "k00"),
+		"shuffled": append([]string{"k17"}, shuffled...),
+	} {
+		if _, err := Canonical(json.RawMessage(object(order))); !errors.Is(err, ErrDuplicateKey) {
+			t.Errorf("%s with a repeated key: %v, want ErrDuplicateKey", name, err)
+		}
 	}
 }
 
@@ -392,5 +451,23 @@ func BenchmarkDigest(b *testing.B) {
 		if _, err := Digest(def); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDigestGenerated digests definitions shaped like the discovery
+// benchmark's 10,000 generated tools (mcphost's BenchmarkDiscovery10k):
+// small, every one different.
+func BenchmarkDigestGenerated(b *testing.B) {
+	var defs [][]byte
+	for i := range 1000 {
+		defs = append(defs, fmt.Appendf(nil, `{"description":"Generated tool number %d: echo the arguments.","inputSchema":{"type":"object","properties":{"x_%d":{"type":"string","description":"field %d"},"n":{"type":"integer","minimum":%d}},"required":["x_%d"]},"name":"gen_%05d"}`, i, i, i, i, i, i))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := Digest(defs[i%len(defs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }

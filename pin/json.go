@@ -66,7 +66,9 @@ type parser struct {
 // parseObject parses data as exactly one JSON object, optionally surrounded
 // by whitespace.
 func parseObject(data []byte, depthLimit int) (value, error) {
-	p := parser{data: data, depthLimit: depthLimit, stack: make([]member, 0, 32)}
+	// The stack holds the members of the objects being parsed, innermost
+	// last; a tool definition rarely needs more than a few dozen at once.
+	p := parser{data: data, depthLimit: depthLimit, stack: make([]member, 0, min(max(len(data)/32, 4), 32))}
 	p.skipSpace()
 	if p.pos >= len(p.data) {
 		return value{}, p.errorf("empty input, want a JSON object")
@@ -223,10 +225,9 @@ func (p *parser) parseObjectBody() (value, error) {
 		}
 		return value{}, p.errorf("found %s, want ',' or '}' in an object", p.describe())
 	}
-	members := slices.Clone(p.stack[base:])
 	// Keys are compared as decoded code points, so "a" and "\u0061" are the
 	// same key: sorting puts duplicates next to each other.
-	slices.SortFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	members := sortedMembers(p.stack[base:])
 	for i := 1; i < len(members); i++ {
 		if bytes.Equal(members[i-1].key, members[i].key) {
 			return value{}, &syntaxError{
@@ -238,6 +239,38 @@ func (p *parser) parseObjectBody() (value, error) {
 	}
 	p.depth--
 	return value{kind: kindObject, kids: members}, nil
+}
+
+// sortedMembers returns a copy of an object's members sorted by key. The
+// members are large, so it sorts their indexes and copies each member
+// once, into place; objects that arrive sorted (as maps marshal) are
+// copied as they are.
+func sortedMembers(ms []member) []member {
+	out := make([]member, len(ms))
+	sorted := true
+	for i := 1; i < len(ms); i++ {
+		if bytes.Compare(ms[i-1].key, ms[i].key) > 0 {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		copy(out, ms)
+		return out
+	}
+	var small [32]int
+	idx := small[:0]
+	if len(ms) > len(small) {
+		idx = make([]int, 0, len(ms))
+	}
+	for i := range ms {
+		idx = append(idx, i)
+	}
+	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(ms[a].key, ms[b].key) })
+	for i, j := range idx {
+		out[i] = ms[j]
+	}
+	return out
 }
 
 // quoteKey quotes an attacker-controlled key for an error message: Go
@@ -346,6 +379,17 @@ func (p *parser) parseString() ([]byte, error) {
 	d := p.data
 	// Fast path: scan to the closing quote while nothing needs decoding.
 	for p.pos < len(d) {
+		// Printable ASCII other than the quote and the backslash, the bulk
+		// of every definition, needs no decision below.
+		for p.pos < len(d) {
+			if c := d[p.pos]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+				break
+			}
+			p.pos++
+		}
+		if p.pos >= len(d) {
+			break
+		}
 		c := d[p.pos]
 		switch {
 		case c == '"':

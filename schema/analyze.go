@@ -78,7 +78,9 @@ func (p path) String() string {
 // dialect defines, resolves every $ref, compiles every pattern and looks
 // for reference loops.
 func analyze(root *value) *doc {
-	a := &doc{root: root, refs: map[*value]ref{}, patterns: map[string]bool{}, edges: map[*value][]*value{}}
+	// The maps are made on first use: most schemas have no $ref and no
+	// in-place keyword, and discovery analyzes every tool's schema.
+	a := &doc{root: root}
 	if s := root.get("$schema"); s != nil {
 		if s.kind != kindString {
 			a.failCheck(path{"$schema"}, "$schema must be a string naming a JSON Schema dialect")
@@ -91,7 +93,9 @@ func analyze(root *value) *doc {
 		}
 		a.d = d
 	}
-	a.walk(root, nil, true)
+	// One path serves the whole walk: each level appends its token in
+	// place of its previous sibling's.
+	a.walk(root, make(path, 0, 16), true)
 	if a.uncheckable == nil {
 		a.findLoops()
 	}
@@ -120,7 +124,7 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 			if a.isSchema(v, p) {
 				a.walk(v, p, false)
 				if inPlace(m.name) {
-					a.edges[s] = append(a.edges[s], v)
+					a.edge(s, v)
 				}
 			}
 		case clSchemaList:
@@ -133,7 +137,7 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 				if a.isSchema(e, ep) {
 					a.walk(e, ep, false)
 					if inPlace(m.name) {
-						a.edges[s] = append(a.edges[s], e)
+						a.edge(s, e)
 					}
 				}
 			}
@@ -150,7 +154,7 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 				if a.isSchema(e.val, ep) {
 					a.walk(e.val, ep, false)
 					if inPlace(m.name) {
-						a.edges[s] = append(a.edges[s], e.val)
+						a.edge(s, e.val)
 					}
 				}
 			}
@@ -179,7 +183,7 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 					a.checkNames(e.val, ep, "dependencies")
 				} else if a.isSchema(e.val, ep) {
 					a.walk(e.val, ep, false)
-					a.edges[s] = append(a.edges[s], e.val)
+					a.edge(s, e.val)
 				}
 			}
 		case clNumber:
@@ -235,8 +239,11 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 				a.failCheck(p, "$ref %s %s", quote(v.str), reason)
 				continue
 			}
+			if a.refs == nil {
+				a.refs = map[*value]ref{}
+			}
 			a.refs[s] = r
-			a.edges[s] = append(a.edges[s], r.target)
+			a.edge(s, r.target)
 		case clAnnotation:
 			a.checkAnnotation(m.name, v, p)
 		case clIdentity:
@@ -265,6 +272,14 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 			}
 		}
 	}
+}
+
+// edge records that schema s applies v in place.
+func (a *doc) edge(s, v *value) {
+	if a.edges == nil {
+		a.edges = map[*value][]*value{}
+	}
+	a.edges[s] = append(a.edges[s], v)
 }
 
 // isSchema reports whether v can be a schema, and records it if not.
@@ -405,6 +420,9 @@ func (a *doc) resolve(s string) (ref, string) {
 // recurse forever without consuming any input (the validator would
 // overflow its stack, and a server could use that to crash the host).
 func (a *doc) findLoops() {
+	if len(a.edges) == 0 {
+		return // nothing applies anything in place: no loop, no fan-out
+	}
 	const (
 		white = iota
 		grey
@@ -474,6 +492,9 @@ func (a *doc) compiles(p string) bool {
 	if !seen {
 		_, err := regexp.Compile(toRE2(p))
 		ok = err == nil
+		if a.patterns == nil {
+			a.patterns = map[string]bool{}
+		}
 		a.patterns[p] = ok
 	}
 	return ok

@@ -121,13 +121,17 @@ func (c *Closed) Check(args json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("%w: the validator refused it: %v", ErrUncheckable, err)
 	}
-	var inst any
-	if err := json.Unmarshal(encode(v), &inst); err != nil {
-		if ae := outOfRange(v, ""); ae != nil {
-			ae.Err = err
-			return ae
+	inst, ok := instance(v)
+	if !ok {
+		// A number float64 cannot hold: let encoding/json say so, as
+		// the validator would have read it.
+		if err := json.Unmarshal(encode(v), &inst); err != nil {
+			if ae := outOfRange(v, ""); ae != nil {
+				ae.Err = err
+				return ae
+			}
+			return &ArgumentError{Reason: "the arguments cannot be read: " + clip(err.Error()), Err: err}
 		}
-		return &ArgumentError{Reason: "the arguments cannot be read: " + clip(err.Error()), Err: err}
 	}
 	verr := ck.rs.Validate(inst)
 	if verr == nil {
@@ -139,6 +143,47 @@ func (c *Closed) Check(args json.RawMessage) error {
 		return ae
 	}
 	return &ArgumentError{Reason: "the arguments do not fit the tool's input schema: " + clip(verr.Error()), Err: verr}
+}
+
+// instance returns the arguments as encoding/json decodes them into an
+// any, which is what the validator takes: objects as map[string]any,
+// arrays as []any, numbers as float64. It is that decoding done from the
+// tree readArgs already built. It reports false for a number outside
+// float64's range, which encoding/json refuses; the tree has no repeated
+// names, lone surrogates or invalid UTF-8 (readArgs refuses them), so
+// nothing else can differ.
+func instance(v *value) (any, bool) {
+	switch v.kind {
+	case kindNull:
+		return nil, true
+	case kindBool:
+		return v.b, true
+	case kindNumber:
+		f, err := strconv.ParseFloat(v.raw, 64)
+		return f, err == nil
+	case kindString:
+		return v.str, true
+	case kindArray:
+		out := make([]any, len(v.arr))
+		for i, e := range v.arr {
+			x, ok := instance(e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = x
+		}
+		return out, true
+	default:
+		out := make(map[string]any, len(v.obj))
+		for _, m := range v.obj {
+			x, ok := instance(m.val)
+			if !ok {
+				return nil, false
+			}
+			out[m.name] = x
+		}
+		return out, true
+	}
 }
 
 // clip cuts a validator message to a readable length and escapes what

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 )
 
@@ -32,6 +33,24 @@ func BenchmarkCloseCorpus(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(schemas)), "ns/tool")
+}
+
+// BenchmarkCloseGenerated closes schemas shaped like those of the
+// discovery benchmark's 10,000 generated tools (mcphost's
+// BenchmarkDiscovery10k): small, every one different.
+func BenchmarkCloseGenerated(b *testing.B) {
+	var schemas [][]byte
+	for i := range 1000 {
+		schemas = append(schemas, fmt.Appendf(nil, `{"type":"object","properties":{"x_%d":{"type":"string","description":"field %d"},"n":{"type":"integer","minimum":%d}},"required":["x_%d"]}`, i, i, i, i))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := Close(schemas[i%len(schemas)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
 }
 
 // BenchmarkCheck measures a call's FromModel and Check on a prepared tool.

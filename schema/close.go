@@ -426,7 +426,7 @@ func forValidator(a *doc) []string {
 			}
 		}
 	}
-	walk(a.root, nil, true)
+	walk(a.root, make(path, 0, 16), true) // one path for the whole walk, as in analyze
 	if !a.root.has("$schema") {
 		a.root.set("$schema", strValue(a.d.checkURI()))
 	}

@@ -73,7 +73,7 @@ func boolValue(b bool) *value { return &value{kind: kindBool, b: b} }
 
 // strValue returns a new string value.
 func strValue(s string) *value {
-	return &value{kind: kindString, str: s, raw: string(appendQuoted(nil, s))}
+	return &value{kind: kindString, str: s, raw: quoted(s)}
 }
 
 // numValue returns a new number value; lit must be a valid JSON number.
@@ -103,7 +103,7 @@ func (v *value) set(name string, val *value) {
 			return
 		}
 	}
-	v.obj = append(v.obj, member{name: name, rawName: string(appendQuoted(nil, name)), val: val})
+	v.obj = append(v.obj, member{name: name, rawName: quoted(name), val: val})
 }
 
 // del removes the member named name.
@@ -138,7 +138,21 @@ func parse(data []byte) (parsed, error) {
 	if !utf8.Valid(data) {
 		return parsed{}, fmt.Errorf("%w: the text is not UTF-8", errSyntax)
 	}
-	if !json.Valid(data) {
+	// Every value but the root follows a colon, a comma or an opening
+	// bracket, so counting those bounds the values to allocate (strings
+	// that hold them, and commas between members, make it an
+	// overestimate, never an under one).
+	left := 1 + bytes.Count(data, []byte{':'}) + bytes.Count(data, []byte{','}) + bytes.Count(data, []byte{'['})
+	n := min(left, 8) // the stacks' likely depth, grown on demand
+	b := builder{data: data, text: string(data), left: left, mems: make([]member, 0, n), elems: make([]*value, 0, n)}
+	// Schemas run at about a value per dozen bytes: the first slab is
+	// sized for that, later ones (rarely needed) for what may be left.
+	b.slab = make([]value, 0, min(max(min(len(data)/12, left), 4), 256))
+	v := b.value(0)
+	if v != nil {
+		b.skip()
+	}
+	if v == nil || b.pos != len(data) {
 		// Let encoding/json say where and why.
 		var x any
 		err := json.Unmarshal(data, &x)
@@ -147,8 +161,6 @@ func parse(data []byte) (parsed, error) {
 		}
 		return parsed{}, fmt.Errorf("%w: %v", errSyntax, err)
 	}
-	b := builder{data: data, text: string(data)}
-	v := b.value()
 	out := parsed{v: v, lone: b.lone}
 	if b.dup {
 		out.dup, out.hasDup = findDup(v, "")
@@ -156,15 +168,45 @@ func parse(data []byte) (parsed, error) {
 	return out, nil
 }
 
-// builder turns syntactically valid JSON into a tree. It trusts
-// json.Valid's verdict and never fails; on anything unexpected it returns
-// null rather than panic.
+// maxNesting is how deeply arrays and objects may nest: as deep as
+// encoding/json's scanner allows, so that the validator, which reads the
+// same text with encoding/json, never refuses what this package took.
+const maxNesting = 10000
+
+// builder parses JSON text into a tree. It accepts exactly what
+// json.Valid accepts (RFC 8259, nesting up to maxNesting); on the first
+// thing that is not JSON it stops, and value returns nil.
+//
+// Discovery parses every schema of every tool, so the builder allocates
+// in bulk: values come from slabs, and the members of an object (the
+// elements of an array) gather on one stack shared by every level and
+// are copied out once, at their final size.
 type builder struct {
 	data []byte
 	text string // data, once, so that literals are substrings of it
 	pos  int
 	lone bool
 	dup  bool
+
+	slab  []value  // values handed out by alloc
+	left  int      // at most this many values are still to come
+	mems  []member // members of the objects being built, innermost last
+	elems []*value // elements of the arrays being built, innermost last
+}
+
+// alloc returns a new value of kind k from the current slab.
+func (b *builder) alloc(k kind) *value {
+	if len(b.slab) == cap(b.slab) {
+		// Capped so that a large schema does not hold one huge block:
+		// the tree is garbage once Close is done with it, and small
+		// slabs go with it sooner.
+		b.slab = make([]value, 0, min(max(b.left, 1), 256))
+	}
+	b.left--
+	b.slab = b.slab[:len(b.slab)+1]
+	v := &b.slab[len(b.slab)-1]
+	v.kind = k
+	return v
 }
 
 func (b *builder) skip() {
@@ -178,131 +220,237 @@ func (b *builder) skip() {
 	}
 }
 
-func (b *builder) value() *value {
+// next skips white space and returns the byte there, or 0 at the end (a
+// NUL byte, never valid where next is asked, reads the same).
+func (b *builder) next() byte {
 	b.skip()
 	if b.pos >= len(b.data) {
-		return nullValue()
+		return 0
 	}
-	switch c := b.data[b.pos]; {
-	case c == '{':
+	return b.data[b.pos]
+}
+
+// value parses the value at b.pos, inside depth arrays and objects. It
+// returns nil if the text there is not a JSON value.
+func (b *builder) value(depth int) *value {
+	switch c := b.next(); c {
+	case '{':
+		if depth == maxNesting {
+			return nil
+		}
 		b.pos++
-		v := &value{kind: kindObject, obj: []member{}}
+		base := len(b.mems)
 		var seen map[string]bool
-		for {
-			b.skip()
-			if b.pos >= len(b.data) {
-				return v
-			}
-			if b.data[b.pos] == '}' {
-				b.pos++
-				return v
-			}
-			if b.data[b.pos] == ',' {
-				b.pos++
-				continue
-			}
-			raw, name := b.str()
-			b.skip()
-			if b.pos < len(b.data) && b.data[b.pos] == ':' {
-				b.pos++
-			}
-			val := b.value()
-			// Objects are small as a rule; a map pays off only for big ones.
-			if seen != nil {
-				if seen[name] {
-					b.dup = true
+		if b.next() == '}' {
+			b.pos++
+		} else {
+			for {
+				if b.next() != '"' {
+					return nil
 				}
-				seen[name] = true
-			} else {
-				for i := range v.obj {
-					if v.obj[i].name == name {
+				raw, name, ok := b.str()
+				if !ok || b.next() != ':' {
+					return nil
+				}
+				b.pos++
+				val := b.value(depth + 1)
+				if val == nil {
+					return nil
+				}
+				// Objects are small as a rule; a map pays off only for
+				// big ones.
+				if seen != nil {
+					if seen[name] {
 						b.dup = true
-						break
-					}
-				}
-				if len(v.obj) == 16 {
-					seen = make(map[string]bool, 32)
-					for i := range v.obj {
-						seen[v.obj[i].name] = true
 					}
 					seen[name] = true
+				} else {
+					mine := b.mems[base:]
+					for i := range mine {
+						if mine[i].name == name {
+							b.dup = true
+							break
+						}
+					}
+					if len(mine) == 16 {
+						seen = make(map[string]bool, 32)
+						for i := range mine {
+							seen[mine[i].name] = true
+						}
+						seen[name] = true
+					}
+				}
+				b.mems = append(b.mems, member{name: name, rawName: raw, val: val})
+				c := b.next()
+				b.pos++
+				if c == '}' {
+					break
+				}
+				if c != ',' {
+					return nil
 				}
 			}
-			v.obj = append(v.obj, member{name: name, rawName: raw, val: val})
 		}
-	case c == '[':
+		v := b.alloc(kindObject)
+		v.obj = make([]member, len(b.mems)-base)
+		copy(v.obj, b.mems[base:])
+		b.mems = b.mems[:base]
+		return v
+	case '[':
+		if depth == maxNesting {
+			return nil
+		}
 		b.pos++
-		v := &value{kind: kindArray, arr: []*value{}}
-		for {
-			b.skip()
-			if b.pos >= len(b.data) {
-				return v
-			}
-			if b.data[b.pos] == ']' {
-				b.pos++
-				return v
-			}
-			if b.data[b.pos] == ',' {
-				b.pos++
-				continue
-			}
-			v.arr = append(v.arr, b.value())
-		}
-	case c == '"':
-		raw, s := b.str()
-		return &value{kind: kindString, str: s, raw: raw}
-	case c == 't':
-		b.pos += 4
-		return boolValue(true)
-	case c == 'f':
-		b.pos += 5
-		return boolValue(false)
-	case c == 'n':
-		b.pos += 4
-		return nullValue()
-	default:
-		start := b.pos
-		for b.pos < len(b.data) {
-			switch b.data[b.pos] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return numValue(b.text[start:b.pos])
-			}
+		base := len(b.elems)
+		if b.next() == ']' {
 			b.pos++
+		} else {
+			for {
+				e := b.value(depth + 1)
+				if e == nil {
+					return nil
+				}
+				b.elems = append(b.elems, e)
+				c := b.next()
+				b.pos++
+				if c == ']' {
+					break
+				}
+				if c != ',' {
+					return nil
+				}
+			}
 		}
-		return numValue(b.text[start:b.pos])
+		v := b.alloc(kindArray)
+		v.arr = make([]*value, len(b.elems)-base)
+		copy(v.arr, b.elems[base:])
+		b.elems = b.elems[:base]
+		return v
+	case '"':
+		raw, s, ok := b.str()
+		if !ok {
+			return nil
+		}
+		v := b.alloc(kindString)
+		v.str, v.raw = s, raw
+		return v
+	case 't':
+		if !b.literal("true") {
+			return nil
+		}
+		v := b.alloc(kindBool)
+		v.b = true
+		return v
+	case 'f':
+		if !b.literal("false") {
+			return nil
+		}
+		return b.alloc(kindBool)
+	case 'n':
+		if !b.literal("null") {
+			return nil
+		}
+		return b.alloc(kindNull)
+	default:
+		return b.number()
 	}
 }
 
-// str reads a string literal and returns it as written and decoded.
-func (b *builder) str() (raw, s string) {
-	start := b.pos
-	b.pos++ // opening quote
-	escaped := false
-	for b.pos < len(b.data) {
-		c := b.data[b.pos]
-		if c == '\\' {
-			escaped = true
-			b.pos += 2
-			continue
+// literal consumes lit at b.pos, if it is there.
+func (b *builder) literal(lit string) bool {
+	if !strings.HasPrefix(b.text[b.pos:], lit) {
+		return false
+	}
+	b.pos += len(lit)
+	return true
+}
+
+// number reads a number literal at b.pos (RFC 8259 §6), or returns nil.
+func (b *builder) number() *value {
+	d, i := b.data, b.pos
+	digits := func() bool {
+		start := i
+		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
+			i++
 		}
-		b.pos++
-		if c == '"' {
+		return i > start
+	}
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && '1' <= d[i] && d[i] <= '9':
+		digits()
+	default:
+		return nil
+	}
+	if i < len(d) && d[i] == '.' {
+		i++
+		if !digits() {
+			return nil
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return nil
+		}
+	}
+	v := b.alloc(kindNumber)
+	v.raw = b.text[b.pos:i]
+	b.pos = i
+	return v
+}
+
+// str reads a string literal at b.pos (its opening quote) and returns it
+// as written and decoded; ok is false if it is not a valid literal.
+func (b *builder) str() (raw, s string, ok bool) {
+	d := b.data
+	start, i := b.pos, b.pos+1
+	escaped := false
+	for {
+		// Most of a string is bytes that stand for themselves.
+		for i < len(d) && d[i] >= 0x20 && d[i] != '"' && d[i] != '\\' {
+			i++
+		}
+		if i >= len(d) || d[i] < 0x20 {
+			return "", "", false
+		}
+		if d[i] == '"' {
+			i++
 			break
 		}
+		escaped = true
+		if i+1 >= len(d) {
+			return "", "", false
+		}
+		switch d[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if i+6 > len(d) || !isHex(b.text[i+2:i+6]) {
+				return "", "", false
+			}
+			i += 6
+		default:
+			return "", "", false
+		}
 	}
-	end := min(b.pos, len(b.data))
-	raw = b.text[start:end]
-	if len(raw) < 2 {
-		return `""`, ""
-	}
+	b.pos = i
+	raw = b.text[start:i]
 	if !escaped {
-		return raw, raw[1 : len(raw)-1]
+		return raw, raw[1 : len(raw)-1], true
 	}
 	s, lone := unescape(raw[1 : len(raw)-1])
 	if lone {
 		b.lone = true
 	}
-	return raw, s
+	return raw, s, true
 }
 
 // unescape decodes the body of a valid JSON string literal the way
@@ -398,8 +546,62 @@ func findDup(v *value, ptr string) (string, bool) {
 	return "", false
 }
 
-// encode returns the compact JSON text of v.
-func encode(v *value) []byte { return v.appendTo(make([]byte, 0, 256)) }
+// encode returns the compact JSON text of v. It measures the text first:
+// Closed keeps three encodings of every tool's schema for the session's
+// life, and a buffer grown by doubling would keep up to half of its room
+// unused.
+func encode(v *value) []byte { return v.appendTo(make([]byte, 0, v.size())) }
+
+// size returns the length of v's compact JSON text, as appendTo writes it.
+func (v *value) size() int {
+	switch v.kind {
+	case kindNull:
+		return len("null")
+	case kindBool:
+		if v.b {
+			return len("true")
+		}
+		return len("false")
+	case kindNumber:
+		return len(v.raw)
+	case kindString:
+		if v.raw != "" {
+			return len(v.raw)
+		}
+		return quotedSize(v.str)
+	case kindArray:
+		n := 2 + max(len(v.arr)-1, 0) // brackets and commas
+		for _, e := range v.arr {
+			n += e.size()
+		}
+		return n
+	default:
+		n := 2 + max(len(v.obj)-1, 0) // braces and commas
+		for _, m := range v.obj {
+			if m.rawName != "" {
+				n += len(m.rawName)
+			} else {
+				n += quotedSize(m.name)
+			}
+			n += 1 + m.val.size() // the colon and the value
+		}
+		return n
+	}
+}
+
+// quotedSize returns the length of appendQuoted's literal for s.
+func quotedSize(s string) int {
+	n := len(s) + 2
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			n++
+		case c < 0x20:
+			n += 5
+		}
+	}
+	return n
+}
 
 func (v *value) appendTo(b []byte) []byte {
 	switch v.kind {
@@ -442,6 +644,46 @@ func (v *value) appendTo(b []byte) []byte {
 		}
 		return append(b, '}')
 	}
+}
+
+// quoted returns s as a JSON string literal, as appendQuoted writes it.
+// The names and values this package itself adds to schemas come out
+// without allocating.
+func quoted(s string) string {
+	switch s {
+	case "type":
+		return `"type"`
+	case "null":
+		return `"null"`
+	case "object":
+		return `"object"`
+	case "properties":
+		return `"properties"`
+	case "required":
+		return `"required"`
+	case "additionalProperties":
+		return `"additionalProperties"`
+	case "anyOf":
+		return `"anyOf"`
+	case "enum":
+		return `"enum"`
+	case "const":
+		return `"const"`
+	case "items":
+		return `"items"`
+	case "$schema":
+		return `"$schema"`
+	case uriDraft07:
+		return `"` + uriDraft07 + `"`
+	case uriDraft2020:
+		return `"` + uriDraft2020 + `"`
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return string(appendQuoted(make([]byte, 0, len(s)+8), s))
+		}
+	}
+	return `"` + s + `"`
 }
 
 // appendQuoted appends s as a JSON string literal. s is valid UTF-8 (it

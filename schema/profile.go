@@ -135,7 +135,7 @@ func (c *profileCheck) fail(ptr, format string, args ...any) {
 // checkProfile returns why the strict form v of the document a is not
 // ready for p, or "".
 func checkProfile(p Profile, a *doc, v *value) string {
-	c := &profileCheck{p: p, a: a}
+	c := profileCheck{p: p, a: a}
 	c.walk(v, 0)
 	if c.prob == nil && p == OpenAI {
 		switch {
@@ -157,7 +157,7 @@ func (c *profileCheck) walk(s *value, depth int) {
 	if c.prob != nil {
 		return
 	}
-	if types, ok := typesOf(s); ok && (contains(types, "object") || contains(types, "array")) {
+	if hasType(s, "object") || hasType(s, "array") {
 		depth++
 		if c.p == OpenAI && depth > openAIMaxDepth {
 			c.fail(s.src, "more than %d levels of nesting, which OpenAI strict mode does not allow", openAIMaxDepth)
@@ -166,9 +166,9 @@ func (c *profileCheck) walk(s *value, depth int) {
 	}
 	for _, m := range s.obj {
 		// The keyword's pointer, written out only for a problem.
-		kp := func() string { return s.src + "/" + escapeToken(m.name) }
+		kp := keywordPointer{s.src, m.name}
 		if !c.p.allowed(m.name) {
-			c.fail(kp(), "keyword %s is not supported by %s strict mode", quote(m.name), c.p.title())
+			c.fail(kp.String(), "keyword %s is not supported by %s strict mode", quote(m.name), c.p.title())
 			return
 		}
 		v := m.val
@@ -192,18 +192,18 @@ func (c *profileCheck) walk(s *value, depth int) {
 			c.walk(v, depth)
 		case "format":
 			if !c.p.format(v.str) {
-				c.fail(kp(), "format %s is not one %s strict mode accepts (it accepts %s)", quote(v.str), c.p.title(), c.p.formats())
+				c.fail(kp.String(), "format %s is not one %s strict mode accepts (it accepts %s)", quote(v.str), c.p.title(), c.p.formats())
 			}
 		case "pattern":
 			if !c.a.compiles(v.str) {
-				c.fail(kp(), "pattern %s uses regular expression features (such as lookaround or backreferences) that strict decoding does not support", quote(v.str))
+				c.fail(kp.String(), "pattern %s uses regular expression features (such as lookaround or backreferences) that strict decoding does not support", quote(v.str))
 			} else if c.p == Anthropic && wordBoundary(v.str) {
-				c.fail(kp(), "pattern %s uses a word boundary (\\b or \\B), which Anthropic strict mode does not support", quote(v.str))
+				c.fail(kp.String(), "pattern %s uses a word boundary (\\b or \\B), which Anthropic strict mode does not support", quote(v.str))
 			}
 		case "minItems":
 			if c.p == Anthropic {
 				if n, ok := v.number(); !ok || !n.IsInt() || n.Num().Int64() > 1 || n.Num().Sign() < 0 {
-					c.fail(kp(), "minItems %s: Anthropic strict mode supports only 0 and 1", v.raw)
+					c.fail(kp.String(), "minItems %s: Anthropic strict mode supports only 0 and 1", v.raw)
 				}
 			}
 		case "enum":
@@ -225,14 +225,20 @@ func (c *profileCheck) union(s *value) {
 	}
 }
 
+// A keywordPointer is the JSON pointer of a keyword of a strict-form
+// schema, written out only when a problem needs it.
+type keywordPointer struct{ src, name string }
+
+func (k keywordPointer) String() string { return k.src + "/" + escapeToken(k.name) }
+
 // enumValues checks the values of an enum (or, with isEnum false, a
 // const) and counts them towards the limits.
-func (c *profileCheck) enumValues(ptr func() string, vals []*value, isEnum bool) {
+func (c *profileCheck) enumValues(ptr keywordPointer, vals []*value, isEnum bool) {
 	strs, chars := 0, 0
 	for _, v := range vals {
 		switch v.kind {
 		case kindObject, kindArray:
-			c.fail(ptr(), "enum and const values must be strings, numbers, booleans or null in %s strict mode", c.p.title())
+			c.fail(ptr.String(), "enum and const values must be strings, numbers, booleans or null in %s strict mode", c.p.title())
 			return
 		case kindString:
 			strs++
@@ -244,7 +250,7 @@ func (c *profileCheck) enumValues(ptr func() string, vals []*value, isEnum bool)
 	}
 	c.chars += chars
 	if c.p == OpenAI && strs > openAIBigEnum && chars > openAIBigEnumChars {
-		c.fail(ptr(), "an enum of %d strings holding %d characters; OpenAI strict mode allows at most %d characters in an enum of more than %d strings", strs, chars, openAIBigEnumChars, openAIBigEnum)
+		c.fail(ptr.String(), "an enum of %d strings holding %d characters; OpenAI strict mode allows at most %d characters in an enum of more than %d strings", strs, chars, openAIBigEnumChars, openAIBigEnum)
 	}
 }
 

@@ -70,8 +70,8 @@ func (m *nullMap) apply(v *value) bool {
 type stricter struct {
 	a      *doc
 	budget int
-	active map[*value]bool // references being inlined, to refuse recursion
-	nulls  map[*value]bool // refusesNull's answers, which are asked again and again
+	active map[*value]bool // references being inlined, to refuse recursion; made on first use
+	nulls  map[*value]bool // refusesNull's answers, which are asked again and again; made on first use
 	prob   *finding
 }
 
@@ -84,7 +84,7 @@ func (x *stricter) fail(ptr, format string, args ...any) {
 // strictForm returns the strict form of the document's root schema and the
 // null map for FromModel, or the first reason there is none.
 func strictForm(a *doc) (*value, *nullMap, *finding) {
-	x := &stricter{a: a, budget: strictBudget, active: map[*value]bool{}, nulls: map[*value]bool{}}
+	x := &stricter{a: a, budget: strictBudget}
 	v, nm := x.schema(a.root, "", true, false)
 	if x.prob != nil {
 		return nil, nil, x.prob
@@ -170,7 +170,9 @@ func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nul
 	if len(nonNull) > 1 {
 		return x.split(s, ptr, types, inComp)
 	}
-	out := &value{kind: kindObject, src: ptr}
+	// Room for what the strict form adds to an object (properties,
+	// required, additionalProperties), so that it is allocated once.
+	out := &value{kind: kindObject, src: ptr, obj: make([]member, 0, len(s.obj)+3)}
 	var nm *nullMap
 	t := "null"
 	if len(nonNull) == 1 {
@@ -182,7 +184,7 @@ func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nul
 	case "array":
 		nm = x.array(s, ptr, inComp, out)
 	default:
-		x.copyKept(s, out, t, nil)
+		x.copyKept(s, out, t)
 	}
 	if x.prob != nil {
 		return nil, nil
@@ -193,17 +195,32 @@ func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nul
 	return out, nm
 }
 
+// A replacement is a member that copyKept writes in place of the
+// original's, or, with a nil val, drops.
+type replacement struct {
+	name string
+	val  *value
+}
+
 // copyKept copies into out the members of s that keep, in order; override
-// supplies the members it rewrites (by name), written in their place. With
-// t set, keywords that constrain only other types than t are dropped too:
-// they constrain nothing here.
-func (x *stricter) copyKept(s, out *value, t string, override map[string]*value) {
+// (a few entries; a map per schema cost more than the rest of the copy)
+// supplies the members it rewrites (by name, the first of that name only),
+// written in their place. With t set, keywords that constrain only other
+// types than t are dropped too: they constrain nothing here.
+func (x *stricter) copyKept(s, out *value, t string, override ...replacement) {
+	var used uint64 // bit i: override[i] is spent; there are never 64
 	for _, m := range s.obj {
-		if v, ok := override[m.name]; ok {
-			if v != nil {
+		i := 0
+		for ; i < len(override); i++ {
+			if used&(1<<i) == 0 && override[i].name == m.name {
+				break
+			}
+		}
+		if i < len(override) {
+			used |= 1 << i
+			if v := override[i].val; v != nil {
 				out.obj = append(out.obj, member{name: m.name, rawName: m.rawName, val: v})
 			}
-			delete(override, m.name)
 			continue
 		}
 		if x.keep(m.name) && (t == "" || !onlyForOthers(m.name, t)) {
@@ -243,6 +260,9 @@ func (x *stricter) ref(s *value, r ref, ptr string, root, inComp bool) (*value, 
 	if x.active[r.target] {
 		x.fail(ptr+"/$ref", "recursive reference to %s: mcphost inlines references and cannot inline a recursive one", quote("#"+r.ptr))
 		return nil, nil
+	}
+	if x.active == nil {
+		x.active = map[*value]bool{}
 	}
 	x.active[r.target] = true
 	// A root that is a reference (as some generators write a named
@@ -291,25 +311,40 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 		}
 		declared = func(n string) *value { return names[n] }
 	}
-	required := make(map[string]bool, len(req))
 	for _, n := range req {
 		if declared(n.str) == nil {
 			x.fail(ptr+"/required", "%s is required but not declared in properties, so a closed object would refuse it", quote(n.str))
 			return nil
 		}
-		required[n.str] = true
 	}
-	nm := &nullMap{}
-	newProps := &value{kind: kindObject, obj: []member{}}
-	names := &value{kind: kindArray, arr: []*value{}}
+	isRequired := func(name string) bool {
+		for _, n := range req {
+			if n.str == name {
+				return true
+			}
+		}
+		return false
+	}
+	if len(req) > 16 {
+		required := make(map[string]bool, len(req))
+		for _, n := range req {
+			required[n.str] = true
+		}
+		isRequired = func(name string) bool { return required[name] }
+	}
+	var nm nullMap
+	nprops := len(props.objOrNil())
+	newProps := &value{kind: kindObject, obj: make([]member, 0, nprops)}
+	names := &value{kind: kindArray, arr: make([]*value, 0, nprops)}
+	nameVals := make([]value, nprops) // the elements of names, allocated at once
 	if props != nil {
-		for _, m := range props.obj {
+		for i, m := range props.obj {
 			pp := ptr + "/properties/" + escapeToken(m.name)
 			child, cnm := x.schema(m.val, pp, false, inComp)
 			if child == nil {
 				return nil
 			}
-			if !required[m.name] {
+			if !isRequired(m.name) {
 				if inComp {
 					x.fail(pp, "optional property inside anyOf/oneOf: making it required and nullable there could change which branch a value matches")
 					return nil
@@ -331,14 +366,14 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 				nm.props[m.name] = cnm
 			}
 			newProps.obj = append(newProps.obj, member{name: m.name, rawName: m.rawName, val: child})
-			names.arr = append(names.arr, &value{kind: kindString, str: m.name, raw: m.rawName})
+			nameVals[i] = value{kind: kindString, str: m.name, raw: m.rawName}
+			names.arr = append(names.arr, &nameVals[i])
 		}
 	}
-	x.copyKept(s, out, "object", map[string]*value{
-		"properties":           newProps,
-		"required":             names,
-		"additionalProperties": boolValue(false),
-	})
+	x.copyKept(s, out, "object",
+		replacement{"properties", newProps},
+		replacement{"required", names},
+		replacement{"additionalProperties", boolValue(false)})
 	if props == nil {
 		out.set("properties", newProps)
 	}
@@ -351,7 +386,8 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 	if len(nm.optional) == 0 && len(nm.props) == 0 {
 		return nil
 	}
-	return nm
+	found := nm
+	return &found
 }
 
 // array makes the strict form of an array schema into out.
@@ -369,7 +405,7 @@ func (x *stricter) array(s *value, ptr string, inComp bool, out *value) *nullMap
 	if child == nil {
 		return nil
 	}
-	x.copyKept(s, out, "array", map[string]*value{"items": child})
+	x.copyKept(s, out, "array", replacement{"items", child})
 	if cnm.empty() {
 		return nil
 	}
@@ -433,7 +469,7 @@ func (x *stricter) union(s *value, ptr string, inComp bool) (*value, *nullMap) {
 	}
 	// The type beside the composition is implied by every branch, so
 	// dropping it admits the same values.
-	x.copyKept(s, out, "", map[string]*value{kw: nil, "type": nil})
+	x.copyKept(s, out, "", replacement{kw, nil}, replacement{"type", nil})
 	out.set("anyOf", branches)
 	return out, nil
 }
@@ -559,6 +595,9 @@ func (x *stricter) refusesNull(s *value, depth int) bool {
 	known, seen := x.nulls[s]
 	if seen {
 		return known
+	}
+	if x.nulls == nil {
+		x.nulls = map[*value]bool{}
 	}
 	x.nulls[s] = false // asked again while answering: may admit
 	r := x.refuses(s, depth)
@@ -728,6 +767,24 @@ func typesOf(s *value) ([]string, bool) {
 		out = append(out, e.str)
 	}
 	return out, true
+}
+
+// hasType reports whether the "type" of schema s names t, as
+// contains(typesOf(s)) would, without making the list.
+func hasType(s *value, t string) bool {
+	v := s.get("type")
+	switch {
+	case v == nil:
+		return false
+	case v.kind == kindString:
+		return v.str == t
+	}
+	for _, e := range v.arr {
+		if e.str == t {
+			return true
+		}
+	}
+	return false
 }
 
 // typesFromValues derives the types of a schema without "type" from its
