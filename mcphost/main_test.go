@@ -3,36 +3,25 @@ package mcphost
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost/mcphost/internal/testbin"
 )
 
 // fixtureBin is testdata/fixture, built once for the package's tests.
 var fixtureBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcphost-fixture-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fixtureBin = filepath.Join(dir, "fixture")
-	build := exec.Command("go", "build", "-o", fixtureBin, "../testdata/fixture")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the fixture server:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testbin.Run(m, "mcphost-fixture-", func(dir string) error {
+		fixtureBin = filepath.Join(dir, "fixture")
+		return testbin.Build(fixtureBin, "../testdata/fixture")
+	}))
 }
 
 // fixture is a config for the fixture server with the given flags.

@@ -4,33 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mcphost/mcphost/internal/testbin"
 )
 
 var fixtureBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcphost-cli-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fixtureBin = filepath.Join(dir, "fixture")
-	build := exec.Command("go", "build", "-o", fixtureBin, "../../testdata/fixture")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the fixture server:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testbin.Run(m, "mcphost-cli-", func(dir string) error {
+		fixtureBin = filepath.Join(dir, "fixture")
+		return testbin.Build(fixtureBin, "../../testdata/fixture")
+	}))
 }
 
 // cliEnv is a worktree with a config that starts the fixture server.

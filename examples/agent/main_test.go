@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,27 +13,18 @@ import (
 
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/mcphost/mcphost/openai"
+
+	"github.com/mcphost/mcphost/internal/testbin"
 )
 
 // binDir holds bin/notes, the example server, built once for the tests.
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "agent-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "notes"), "../notes")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the notes server:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testbin.Run(m, "agent-test-", func(dir string) error {
+		binDir = dir
+		return testbin.Build(filepath.Join(dir, "bin", "notes"), "../notes")
+	}))
 }
 
 // wantInOrder fails unless every line of want appears in got, in order.
