@@ -222,7 +222,7 @@ func BenchmarkDiscovery10k(b *testing.B) {
 			st := &pin.State{Tools: map[string]pin.Entry{}}
 			for _, raw := range raws {
 				var d toolDef
-				json.Unmarshal(raw, &d)
+				d.decode(raw)
 				dg, _ := pin.Digest(raw)
 				st.Tools[pinKey("many", *d.Name)] = pin.Entry{Digest: dg, Definition: raw}
 			}

@@ -147,7 +147,7 @@ func approvalReason(e *toolEntry) string {
 	case e.Pin == PinChanged:
 		return fmt.Sprintf("it changed since its review (%s)", describe(e.Changed))
 	case e.srv.cfg.policy(e.Tool.Tool) == Allow:
-		return "its review could not be checked (the state file is unreadable)"
+		return "its review could not be read or recorded (see the notices)"
 	default:
 		return fmt.Sprintf("[mcp.%s] does not list it in allow", e.Server)
 	}

@@ -537,6 +537,33 @@ type toolDef struct {
 	} `json:"execution"`
 }
 
+// decode reads the fields mcphost uses by their exact keys. encoding/json
+// matches struct fields case-insensitively: a definition with both
+// "description" and "DESCRIPTION" (different keys to the digest and to a
+// person reading the diff) would forward whichever came last. Keys are
+// matched exactly instead, so what is forwarded is the field a reviewer
+// sees under its own name.
+func (d *toolDef) decode(raw json.RawMessage) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	field := func(key string, v any) error {
+		if b, ok := m[key]; ok && string(b) != "null" {
+			return json.Unmarshal(b, v)
+		}
+		return nil
+	}
+	var exec map[string]json.RawMessage
+	err := errors.Join(field("name", &d.Name), field("title", &d.Title), field("description", &d.Description),
+		field("execution", &exec))
+	d.InputSchema, d.OutputSchema, d.Annotations = m["inputSchema"], m["outputSchema"], m["annotations"]
+	if b, ok := exec["taskSupport"]; ok {
+		err = errors.Join(err, json.Unmarshal(b, &d.Execution.TaskSupport))
+	}
+	return err
+}
+
 // prepared is the per-tool work of discovery that depends only on the raw
 // definition: parsing, digest, schema closing.
 type prepared struct {
@@ -596,8 +623,8 @@ func (srv *server) prepare(raws []json.RawMessage) []prepared {
 
 func prepareOne(raw json.RawMessage) prepared {
 	var p prepared
-	if err := json.Unmarshal(raw, &p.def); err != nil {
-		p.def = toolDef{} // a definition that is not an object has no name
+	if err := p.def.decode(raw); err != nil {
+		p.def = toolDef{} // a definition that cannot be read has no name
 		return p
 	}
 	if p.digest, p.digestErr = pin.Digest(raw); p.digestErr != nil {

@@ -320,12 +320,19 @@ func (s *Session) recordFirstSight(recs []pinRecord) {
 			servers[server] = s.toolNames(server)
 		}
 	}
+	var conflicts []string
 	err := s.store.Update(func(st *pin.State) error {
+		conflicts = conflicts[:0]
 		for _, r := range recs {
 			// Another process may have recorded a review meanwhile: keep
-			// it rather than overwrite it with our first sight.
-			if _, ok := st.Tools[r.key]; !ok {
+			// it rather than overwrite it with our first sight, and do
+			// not trust our definition if it is not the one reviewed.
+			prev, ok := st.Tools[r.key]
+			switch {
+			case !ok:
 				st.Tools[r.key] = r.entry
+			case prev.Digest != r.entry.Digest:
+				conflicts = append(conflicts, r.key)
 			}
 		}
 		for server, names := range servers {
@@ -336,7 +343,29 @@ func (s *Session) recordFirstSight(recs []pinRecord) {
 		return nil
 	})
 	if err != nil {
-		s.addNotice(fmt.Sprintf("could not record first-seen tools as reviewed: %v", err))
+		// Fail closed: a first sight that is not recorded cannot catch a
+		// later change, so these tools are not trusted this session.
+		s.addNotice(fmt.Sprintf("could not record first-seen tools as reviewed, so they need approval: %v", err))
+		for _, r := range recs {
+			conflicts = append(conflicts, r.key)
+		}
+	}
+	s.distrust(conflicts)
+}
+
+// distrust turns first-seen tools (by pin key) to Approval.
+func (s *Session) distrust(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, e := range s.tools {
+		if e.Pin == PinNew && slices.Contains(keys, pinKey(e.Server, e.Tool.Tool)) {
+			upd := *e
+			upd.Decision, upd.Pin = Approval, PinUnpinned
+			s.tools[name] = &upd
+		}
 	}
 }
 

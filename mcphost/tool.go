@@ -34,7 +34,7 @@ const (
 	// it needs approval until a person re-reviews it.
 	PinChanged PinStatus = "changed"
 	// PinUnpinned: a tool that is not allowed (so never pinned), or an
-	// allowed tool whose pin could not be read (the state file is unreadable).
+	// allowed tool whose pin could not be read or recorded (see Notices).
 	PinUnpinned PinStatus = "unpinned"
 )
 
