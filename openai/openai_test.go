@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mcphost/mcphost/internal/goldenfile"
 	"github.com/mcphost/mcphost/internal/toolresult"
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,54 +22,18 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // -update).
 func golden(t *testing.T, name string, got any) {
 	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(got); err != nil {
-		t.Fatalf("marshal: %v", err)
-	}
-	b := buf.Bytes()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(b, want) {
-		t.Errorf("%s differs from what was built:\n got: %s\nwant: %s", path, b, want)
-	}
+	goldenfile.Compare(t, filepath.Join("testdata", name), got, *update)
 }
 
 func loadTools(t *testing.T) []mcphost.Tool {
 	t.Helper()
-	b, err := os.ReadFile("testdata/tools.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tools []mcphost.Tool
-	if err := json.Unmarshal(b, &tools); err != nil {
-		t.Fatal(err)
-	}
-	return tools
+	return goldenfile.Load[[]mcphost.Tool](t, "testdata/tools.json")
 }
 
 // loadResult reads a tool result in MCP's wire form.
 func loadResult(t testing.TB, path string) *mcp.CallToolResult {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	res := goldenfile.Load[mcp.CallToolResult](t, path)
 	return &res
 }
 
