@@ -18,7 +18,7 @@ FUZZ := ./mcphost:FuzzParse ./mcphost:FuzzModelName \
 	./openai:FuzzResult ./openai:FuzzFunctionOutput ./anthropic:FuzzResult ./anthropic:FuzzCount \
 	./internal/toolresult:FuzzRender
 
-.PHONY: test deps vet unit fuzz bench example clean
+.PHONY: test deps vet unit fuzz bench example helper clean
 
 test: deps vet unit fuzz bench
 
@@ -50,6 +50,11 @@ fuzz:
 BENCHTIME ?= 1x
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
+
+# Rebuild the sandbox helper programs embedded in sandbox/helperbin (after
+# changing package sandbox); 'make test' fails until they are current.
+helper:
+	$(GO) test -count=1 -run='^TestEmbeddedHelperCurrent$$' ./sandbox -update-helper
 
 # The example server that examples/mcphost.toml runs.
 example:

@@ -54,9 +54,11 @@
 // bounded, reported in Notices and Servers, and cleaned up, and the other
 // servers go on. Session.Restart starts a server again.
 //
-// # Re-exec
+// # The sandbox helper
 //
-// Confinement re-executes the current program as a small helper (see package
-// sandbox); the helper is entered from package sandbox's init function, so
-// a program that imports mcphost needs no extra line in main.
+// Each server is started through a small helper process that sets up its
+// confinement (see package sandbox): a helper program embedded in package
+// sandbox or, where that cannot run, the current program re-executed and
+// entered from package sandbox's init function. Either way a program that
+// imports mcphost needs no extra line in main.
 package mcphost

@@ -16,8 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// helperArg0 is the argv[0] under which Start re-executes the current
-// program (through /proc/self/exe) as the sandbox helper.
+// helperArg0 is the argv[0] under which Start runs the sandbox helper: the
+// embedded helper program or, failing that, the current program re-executed
+// through /proc/self/exe.
 const helperArg0 = "mcphost-sandbox-helper"
 
 // Descriptors the host passes to the helper besides stdio.

@@ -22,6 +22,9 @@ type startOptions struct {
 	// maxABI, when positive, caps the Landlock ABI the helper uses, to
 	// exercise on a new kernel what happens on an older one.
 	maxABI int
+	// selfHelper runs the host program as the helper, as Start does where
+	// the embedded helper program cannot run.
+	selfHelper bool
 }
 
 // Start starts the server cfg describes, confined unless cfg.Off, and
@@ -64,7 +67,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		return nil, err
 	}
 	sp.MaxABI = opts.maxABI
-	p, err := launch(ctx, cfg.Name, sp, useUserNS(), cfg.Stderr)
+	p, err := launch(ctx, cfg.Name, sp, useUserNS(), cfg.Stderr, opts.selfHelper)
 	if err != nil {
 		removeAll(tmp)
 		return nil, err
@@ -88,7 +91,7 @@ func Probe() (string, error) {
 	sp.Read = canonicalExisting(systemReadPaths())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := launch(ctx, "", sp, useUserNS(), nil)
+	p, err := launch(ctx, "", sp, useUserNS(), nil, false)
 	if err != nil {
 		return "", err
 	}
@@ -498,8 +501,10 @@ func tempPrefix(name string) string {
 	return string(b)
 }
 
-// launch starts the helper with sp and waits for its first report.
-func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.Writer) (*Process, error) {
+// launch starts the helper with sp and waits for its first report. The
+// helper is the embedded helper program unless selfHelper is set or it
+// cannot run here; then it is the host program.
+func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.Writer, selfHelper bool) (*Process, error) {
 	payload, err := encodeSpec(sp)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
@@ -577,16 +582,22 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
 		}
 	}
-	cmd := &exec.Cmd{
-		Path:        "/proc/self/exe",
-		Args:        []string{helperArg0},
-		Env:         []string{},
-		Dir:         "/",
-		Stdin:       stdinR,
-		Stdout:      stdoutW,
-		Stderr:      stderrW,
-		ExtraFiles:  []*os.File{specR, repW},
-		SysProcAttr: attr,
+	newCmd := func(path string) *exec.Cmd {
+		return &exec.Cmd{
+			Path:        path,
+			Args:        []string{helperArg0},
+			Env:         []string{},
+			Dir:         "/",
+			Stdin:       stdinR,
+			Stdout:      stdoutW,
+			Stderr:      stderrW,
+			ExtraFiles:  []*os.File{specR, repW},
+			SysProcAttr: attr,
+		}
+	}
+	path := selfExe
+	if !selfHelper {
+		path = helperPath()
 	}
 	p := &Process{
 		name:       name,
@@ -606,14 +617,13 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 		written <- err
 	}()
 	started := make(chan error, 1)
-	go p.run(cmd, started)
+	go p.run(newCmd, path, started)
 	if err := <-started; err != nil {
 		closeAll(childEnds)
 		closeAll(hostEnds)
 		return nil, startError(name, sp, err)
 	}
 	closeAll(childEnds)
-	p.helper = cmd.Process
 	if stderrR != nil {
 		p.stderrDone = make(chan struct{})
 		go func() {
@@ -679,13 +689,29 @@ type reportResult struct {
 // fires when the thread that started the child ends, so that thread must
 // live exactly as long as the helper. It is never unlocked; when run
 // returns after the helper's end, the runtime ends the thread with it.
-func (p *Process) run(cmd *exec.Cmd, started chan<- error) {
+//
+// The helper is newCmd(path); when path is the embedded helper program and
+// it cannot be executed (a security module may forbid executing memory
+// files), the host program stands in, now and for every later start.
+func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started chan<- error) {
 	runtime.LockOSThread()
 	defer close(p.exited)
-	if err := cmd.Start(); err != nil {
+	cmd := newCmd(path)
+	err := cmd.Start()
+	if err != nil && path != selfExe {
+		cmd = newCmd(selfExe)
+		if err2 := cmd.Start(); err2 != nil {
+			err = err2
+		} else {
+			disableEmbedded(err)
+			err = nil
+		}
+	}
+	if err != nil {
 		started <- err
 		return
 	}
+	p.helper = cmd.Process
 	started <- nil
 	cmd.Wait()
 	// The report pipe reaches EOF when the helper is gone (nothing else
