@@ -9,7 +9,7 @@ INTEROP     := testdata/interop
 
 # package:FuzzTarget pairs, each fuzzed for FUZZTIME: every parser, and
 # every function that renders or maps untrusted input.
-FUZZ := ./mcphost:FuzzParse ./mcphost:FuzzModelName \
+FUZZ := ./mcphost:FuzzParse ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead \
 	./schema:FuzzClose ./schema:FuzzFromModel ./schema:FuzzParseJSON \
 	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \

@@ -192,8 +192,7 @@ func decodeError(table string, err error) error {
 }
 
 var (
-	serverNameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // reservedNames are the agent's own tool namespaces.
@@ -211,10 +210,28 @@ func ValidServerName(name string) error {
 		return fmt.Errorf("%q is reserved for the agent's own tools (fs, proc, git); choose another name", name)
 	case len(name) > 32:
 		return fmt.Errorf("%q is longer than 32 bytes", name)
-	case !serverNameRE.MatchString(name):
+	case !serverNameChars(name):
 		return fmt.Errorf("%q is not a server name: use lowercase letters and digits, with single '-' between them", name)
 	}
 	return nil
+}
+
+// serverNameChars reports whether name is runs of [a-z0-9] joined by
+// single dashes, as ^[a-z0-9]+(-[a-z0-9]+)*$ would: a byte loop, because
+// ModelName checks the server's name again for every tool it names.
+func serverNameChars(name string) bool {
+	dash := true // as if after a dash: a name cannot start with one
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+			dash = false
+		case c == '-' && !dash:
+			dash = true
+		default:
+			return false
+		}
+	}
+	return !dash // nor end with one, nor be empty
 }
 
 func (r rawServer) config(name string) (ServerConfig, []error) {

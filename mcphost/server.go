@@ -1,10 +1,12 @@
 package mcphost
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -51,11 +53,11 @@ type server struct {
 	cs          *mcp.ClientSession
 	tap         *listTap
 	lastList    []json.RawMessage
-	prepCache   map[string]prepared // the latest listing's per-tool work, by raw definition
-	brokenErr   error               // why the connection could not be read, if it broke
-	relisting   chan struct{}       // non-nil while a list_changed re-list runs; closed when done
-	dirty       bool                // another list_changed came during the re-list
-	gen         uint64              // bumped on every start, so stale goroutines stand down
+	prepCache   *prepCache    // the latest listing's per-tool work, by raw definition
+	brokenErr   error         // why the connection could not be read, if it broke
+	relisting   chan struct{} // non-nil while a list_changed re-list runs; closed when done
+	dirty       bool          // another list_changed came during the re-list
+	gen         uint64        // bumped on every start, so stale goroutines stand down
 }
 
 // startError is a failure to start, with the phase it happened in.
@@ -564,6 +566,62 @@ func (d *toolDef) decode(raw json.RawMessage) error {
 	return err
 }
 
+// defPaths are the members of a definition read reads, in the order of the
+// fields it returns.
+var defPaths = [][]string{
+	{"name"}, {"title"}, {"description"},
+	{"inputSchema"}, {"outputSchema"}, {"annotations"},
+	{"execution"}, {"execution", "taskSupport"},
+}
+
+// read decodes raw as decode does and digests it, in one pass of pin's
+// parser: the fields come from the very tree the digest is made of, and
+// encoding/json's reflection and maps are not needed. A definition pin
+// refuses (a repeated key, invalid UTF-8, a lone surrogate) cannot be
+// pinned; decode still reads it, so that the notice can name the tool.
+func (d *toolDef) read(raw json.RawMessage) (digest string, digestErr, err error) {
+	var buf [8]pin.Field // len(defPaths)
+	digest, f, digestErr := pin.DigestFields(raw, buf[:0], defPaths...)
+	if digestErr != nil {
+		// decode's reflection would take d, and with it every prepared
+		// value, to the heap: it gets a copy.
+		var err error
+		*d, err = decoded(raw)
+		return "", digestErr, err
+	}
+	// What json.Unmarshal would refuse for each field decode reads: a
+	// value of another JSON type (null reads as absent).
+	str := func(f pin.Field, dst *string) bool {
+		switch {
+		case f.Raw == nil || string(f.Raw) == "null":
+		case f.Raw[0] == '"':
+			*dst = f.Text
+		default:
+			return false
+		}
+		return true
+	}
+	var name string
+	ok := str(f[0], &name) && str(f[1], &d.Title) && str(f[2], &d.Description)
+	if f[0].Raw != nil && string(f[0].Raw) != "null" {
+		d.Name = &name
+	}
+	d.InputSchema, d.OutputSchema, d.Annotations = f[3].Raw, f[4].Raw, f[5].Raw
+	if exec := f[6].Raw; exec != nil && string(exec) != "null" {
+		ok = ok && exec[0] == '{' && str(f[7], &d.Execution.TaskSupport)
+	}
+	if !ok {
+		return digest, nil, errors.New("a member mcphost reads has the wrong JSON type")
+	}
+	return digest, nil, nil
+}
+
+func decoded(raw json.RawMessage) (toolDef, error) {
+	var d toolDef
+	err := d.decode(raw)
+	return d, err
+}
+
 // prepared is the per-tool work of discovery that depends only on the raw
 // definition: parsing, digest, schema closing.
 type prepared struct {
@@ -572,11 +630,58 @@ type prepared struct {
 	digestErr error
 	closed    *schema.Closed
 	closeErr  error
+	// Tool.StrictProblems and Tool.Schemas, made here, where the work is
+	// spread over the cores, and shared by every listing's Tool that
+	// reuses this: nothing changes them (callers get copies).
+	problems map[string]string
+	schemas  map[string]json.RawMessage
 }
 
 // parallelPrepare is the list size from which discovery spreads the
 // per-tool work over the cores (the server is idle meanwhile).
 const parallelPrepare = 256
+
+// prepCache finds a listing's prepared work by the exact bytes of a
+// definition. It holds the listing's own slices instead of a string copy
+// of every definition: the raw definitions of a listing are never changed
+// (they are what the digests cover and what is forwarded, and callers get
+// copies), and a hash table of integers is nothing for the collector to
+// scan. Equal hashes are only a hint; the bytes are compared.
+type prepCache struct {
+	seed  maphash.Seed
+	raws  []json.RawMessage
+	preps []prepared
+	first map[uint64]int32 // hash → 1 + index of the latest definition with it
+	next  []int32          // 1 + index of an earlier definition with the same hash, or 0
+}
+
+func newPrepCache(raws []json.RawMessage, preps []prepared) *prepCache {
+	c := &prepCache{
+		seed:  maphash.MakeSeed(),
+		raws:  raws,
+		preps: preps,
+		first: make(map[uint64]int32, len(raws)),
+		next:  make([]int32, len(raws)),
+	}
+	for i, raw := range raws {
+		h := maphash.Bytes(c.seed, raw)
+		c.next[i] = c.first[h]
+		c.first[h] = int32(i + 1)
+	}
+	return c
+}
+
+func (c *prepCache) get(raw json.RawMessage) (prepared, bool) {
+	if c == nil {
+		return prepared{}, false
+	}
+	for i := c.first[maphash.Bytes(c.seed, raw)]; i != 0; i = c.next[i-1] {
+		if bytes.Equal(c.raws[i-1], raw) {
+			return c.preps[i-1], true
+		}
+	}
+	return prepared{}, false
+}
 
 // prepare does the per-tool work for a listing. A definition identical to
 // one of the server's previous listing reuses that result (a list_changed
@@ -587,7 +692,7 @@ func (srv *server) prepare(raws []json.RawMessage) []prepared {
 	srv.mu.Unlock()
 	out := make([]prepared, len(raws))
 	one := func(i int) {
-		if p, ok := prev[string(raws[i])]; ok {
+		if p, ok := prev.get(raws[i]); ok {
 			out[i] = p
 			return
 		}
@@ -611,10 +716,7 @@ func (srv *server) prepare(raws []json.RawMessage) []prepared {
 		}
 		wg.Wait()
 	}
-	cache := make(map[string]prepared, len(raws))
-	for i, raw := range raws {
-		cache[string(raw)] = out[i]
-	}
+	cache := newPrepCache(raws, out)
 	srv.mu.Lock()
 	srv.prepCache = cache
 	srv.mu.Unlock()
@@ -623,11 +725,12 @@ func (srv *server) prepare(raws []json.RawMessage) []prepared {
 
 func prepareOne(raw json.RawMessage) prepared {
 	var p prepared
-	if err := p.def.decode(raw); err != nil {
+	digest, digestErr, err := p.def.read(raw)
+	if err != nil {
 		p.def = toolDef{} // a definition that cannot be read has no name
 		return p
 	}
-	if p.digest, p.digestErr = pin.Digest(raw); p.digestErr != nil {
+	if p.digest, p.digestErr = digest, digestErr; p.digestErr != nil {
 		return p
 	}
 	input := p.def.InputSchema
@@ -635,7 +738,16 @@ func prepareOne(raw json.RawMessage) prepared {
 		p.closeErr = errors.New("it has no inputSchema")
 		return p
 	}
-	p.closed, p.closeErr = schema.Close(input)
+	if p.closed, p.closeErr = schema.Close(input); p.closeErr != nil {
+		return p
+	}
+	profiles := schema.Profiles()
+	p.problems = make(map[string]string, len(profiles))
+	p.schemas = make(map[string]json.RawMessage, len(profiles))
+	for _, pr := range profiles {
+		p.problems[string(pr)] = p.closed.Problems[pr]
+		p.schemas[string(pr)], _ = p.closed.For(pr)
+	}
 	return p
 }
 
@@ -645,13 +757,13 @@ func prepareOne(raw json.RawMessage) prepared {
 func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*toolEntry, recs []pinRecord, notices []string) {
 	cfg := srv.cfg
 	preps := srv.prepare(raws)
-	counts := map[string]int{}
+	counts := make(map[string]int, len(preps))
 	for _, p := range preps {
 		if p.def.Name != nil {
 			counts[*p.def.Name]++
 		}
 	}
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(preps))
 	now := time.Now().UTC()
 	for i, p := range preps {
 		raw, d := raws[i], p.def
@@ -660,10 +772,10 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 			continue
 		}
 		name := *d.Name
-		shown := printable(name, 80)
+		shown := func() string { return printable(name, 80) } // for notices only
 		if counts[name] > 1 {
 			if !seen[name] {
-				notices = append(notices, fmt.Sprintf("server %s lists tool %q %d times; skipped it (which one would be called?)", cfg.Name, shown, counts[name]))
+				notices = append(notices, fmt.Sprintf("server %s lists tool %q %d times; skipped it (which one would be called?)", cfg.Name, shown(), counts[name]))
 			}
 			seen[name] = true
 			continue
@@ -671,20 +783,20 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		seen[name] = true
 		model, err := ModelName(cfg.Name, name)
 		if err != nil {
-			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: %s", cfg.Name, shown, nameProblem(err)))
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: %s", cfg.Name, shown(), nameProblem(err)))
 			continue
 		}
 		digest := p.digest
 		if p.digestErr != nil {
-			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: its definition cannot be pinned: %v", cfg.Name, shown, p.digestErr))
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: its definition cannot be pinned: %v", cfg.Name, shown(), p.digestErr))
 			continue
 		}
 		if d.Execution.TaskSupport == "required" {
-			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: it can only be called as a task (execution.taskSupport \"required\"), which mcphost does not do", cfg.Name, shown))
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: it can only be called as a task (execution.taskSupport \"required\"), which mcphost does not do", cfg.Name, shown()))
 			continue
 		}
 		if p.closeErr != nil {
-			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: %v", cfg.Name, shown, p.closeErr))
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: %v", cfg.Name, shown(), p.closeErr))
 			continue
 		}
 		closed := p.closed
@@ -697,7 +809,8 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 			Schema:         closed.Schema,
 			Strict:         closed.Strict,
 			StrictProblem:  closed.Problem,
-			StrictProblems: map[string]string{},
+			StrictProblems: p.problems,
+			Schemas:        p.schemas,
 			Fields:         closed.Fields,
 			Digest:         digest,
 			Annotations:    nonNull(d.Annotations),
@@ -705,11 +818,6 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 			Definition:     raw,
 			Decision:       cfg.policy(name),
 			Pin:            PinUnpinned,
-		}
-		t.Schemas = map[string]json.RawMessage{}
-		for _, p := range schema.Profiles() {
-			t.StrictProblems[string(p)] = closed.Problems[p]
-			t.Schemas[string(p)], _ = closed.For(p)
 		}
 		t.Unchecked, t.CheckProblem = closed.Unchecked, closed.CheckProblem
 		if t.CheckProblem != "" && t.Decision != Deny {

@@ -3,7 +3,6 @@ package mcphost
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -98,7 +97,22 @@ func (t *Tool) Offered() bool { return t.Decision != Deny }
 // MaxNameLen is the longest model name providers accept.
 const MaxNameLen = 64
 
-var modelNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+// modelNameChars reports whether s is non-empty and all of
+// [A-Za-z0-9_-]. A loop over bytes, not a regular expression: discovery
+// names every tool of every server, and a byte outside ASCII (any part of
+// a multi-byte or invalid UTF-8 sequence) is refused as it should be.
+func modelNameChars(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // ModelName returns the name a model calls a server's tool by:
 // "mcp__" + server (with '-' as '_') + "__" + tool. It fails, rather than
@@ -112,7 +126,7 @@ func ModelName(server, tool string) (string, error) {
 		return "", fmt.Errorf("tool of server %s has an empty name", server)
 	}
 	name := "mcp__" + strings.ReplaceAll(server, "-", "_") + "__" + tool
-	if !modelNameRE.MatchString(tool) {
+	if !modelNameChars(tool) {
 		return "", fmt.Errorf("tool %q of server %s cannot be named for a model: its name has characters outside [A-Za-z0-9_-]", tool, server)
 	}
 	if len(name) > MaxNameLen {

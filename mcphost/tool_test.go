@@ -1,9 +1,48 @@
 package mcphost
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
+
+// The regular expressions the byte loops of ModelName and ValidServerName
+// replaced, kept as their specification.
+var (
+	modelNameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	serverNameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+)
+
+func TestNameCharsMatchRegexps(t *testing.T) {
+	for _, s := range []string{
+		"", "a", "Z", "0", "_", "-", "--", "a-", "-a", "a-b", "a--b", "a-b-c", "a_b", "A",
+		"ab9", "9-9", "a\n", "a\n\n", "\na", "a ", " a", "a\x00", "\x00", "a.b", "a/b",
+		"é", "a\xff", "\xff", "\xc3", "a\u200bb", "\U0001F600", "a-\u00e9", "x\r", "\t",
+		"{", "`", "@", "[", "^", "~", strings.Repeat("a", 33), strings.Repeat("a-", 16) + "a",
+	} {
+		if got, want := modelNameChars(s), modelNameRE.MatchString(s); got != want {
+			t.Errorf("modelNameChars(%q) = %v; the regexp says %v", s, got, want)
+		}
+		if got, want := serverNameChars(s), serverNameRE.MatchString(s); got != want {
+			t.Errorf("serverNameChars(%q) = %v; the regexp says %v", s, got, want)
+		}
+	}
+}
+
+// FuzzNameChars: the byte loops accept exactly what the regexps accept.
+func FuzzNameChars(f *testing.F) {
+	for _, s := range []string{"a-b", "a--b", "-a", "a-", "A_b-9", "é", "a\n", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := modelNameChars(s), modelNameRE.MatchString(s); got != want {
+			t.Fatalf("modelNameChars(%q) = %v; the regexp says %v", s, got, want)
+		}
+		if got, want := serverNameChars(s), serverNameRE.MatchString(s); got != want {
+			t.Fatalf("serverNameChars(%q) = %v; the regexp says %v", s, got, want)
+		}
+	})
+}
 
 func TestModelName(t *testing.T) {
 	tests := []struct {

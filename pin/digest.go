@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/zeebo/blake3"
 )
@@ -72,12 +73,102 @@ func Canonical(def json.RawMessage) ([]byte, error) {
 // same digest exactly when they have the same canonical form. It returns an
 // error wrapping ErrInvalid when Canonical does.
 func Digest(def json.RawMessage) (string, error) {
-	c, err := Canonical(def)
-	if err != nil {
-		return "", err
+	d, _, err := digestFields(def, nil, nil)
+	return d, err
+}
+
+// scratch is what digesting one definition needs and drops at once: the
+// parse stack, the tree's members and the canonical form. Discovery
+// digests every tool of every server, so it is reused instead of
+// allocated per definition.
+type scratch struct {
+	stack, slab []member
+	buf         []byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxScratch bounds, in members and bytes, what one scratch keeps for the
+// next definition, so that one huge definition does not pin its memory.
+const maxScratch = 4096
+
+func digestFields(def json.RawMessage, dst []Field, paths [][]string) (string, []Field, error) {
+	sc := scratchPool.Get().(*scratch)
+	defer func() {
+		// Nothing may keep pointers into the input alive from the pool.
+		clear(sc.stack[:cap(sc.stack)])
+		clear(sc.slab)
+		if cap(sc.stack) > maxScratch || cap(sc.slab) > maxScratch || cap(sc.buf) > maxScratch*64 {
+			return
+		}
+		sc.slab = sc.slab[:0]
+		scratchPool.Put(sc)
+	}()
+	if sc.slab == nil {
+		sc.slab = make([]member, 0, 32)
+		sc.stack = make([]member, 0, 16)
 	}
-	sum := blake3.Sum256(c)
-	return formatDigest(sum), nil
+	p := parser{data: def, depthLimit: maxDepth, stack: sc.stack[:0], slab: sc.slab}
+	v, err := p.parse()
+	// Keep the grown stack and the latest slab; an earlier, full slab
+	// goes with the tree.
+	sc.stack, sc.slab = p.stack[:0], p.slab
+	if err != nil {
+		return "", dst, err
+	}
+	// Before normalize, which may drop annotations from the tree.
+	for _, path := range paths {
+		dst = append(dst, lookup(def, &v, path))
+	}
+	normalize(&v)
+	sc.buf = appendCanonical(sc.buf[:0], &v)
+	return formatDigest(blake3.Sum256(sc.buf)), dst, nil
+}
+
+// A Field is a member of a tool definition as DigestFields found it.
+type Field struct {
+	// Raw is the member's value exactly as written in the definition (a
+	// sub-slice of it, without surrounding whitespace), or nil when the
+	// definition has no such member.
+	Raw json.RawMessage
+	// Text is the decoded text of a string value (Raw starts with '"').
+	Text string
+}
+
+// DigestFields is Digest that also reads def: it appends to dst, for each
+// path, the member found by following path's keys from the top-level
+// object through nested objects, and returns the extended slice (room in
+// dst spares an allocation). Keys match exactly, after decoding escapes,
+// never case by case; a definition Digest refuses (a repeated key among
+// them) yields the same error and dst as it was. It spares a caller a
+// second parse, and a second parser's different reading, of what it
+// digests.
+func DigestFields(def json.RawMessage, dst []Field, paths ...[]string) (string, []Field, error) {
+	return digestFields(def, dst, paths)
+}
+
+// lookup follows path from the object v, parsed from def.
+func lookup(def []byte, v *value, path []string) Field {
+	var m *member
+	for _, key := range path {
+		if v.kind != kindObject {
+			return Field{}
+		}
+		i := memberIndex(v, key)
+		if i < 0 {
+			return Field{}
+		}
+		m = &v.kids[i]
+		v = &m.val
+	}
+	if m == nil {
+		return Field{}
+	}
+	f := Field{Raw: def[m.start:m.end:m.end]}
+	if v.kind == kindString {
+		f.Text = string(v.text)
+	}
+	return f
 }
 
 // digestDefinition is Digest with the signature checkState wants.

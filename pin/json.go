@@ -61,6 +61,10 @@ type parser struct {
 	// levels, and copied out once per object or array at their final size:
 	// one allocation each instead of one per growth step.
 	stack []member
+	// slab, when not nil, is where the copies go instead, one after the
+	// other: a tree that is dropped as soon as it is digested needs no
+	// allocation of its own (see scratch).
+	slab []member
 }
 
 // parseObject parses data as exactly one JSON object, optionally surrounded
@@ -69,6 +73,10 @@ func parseObject(data []byte, depthLimit int) (value, error) {
 	// The stack holds the members of the objects being parsed, innermost
 	// last; a tool definition rarely needs more than a few dozen at once.
 	p := parser{data: data, depthLimit: depthLimit, stack: make([]member, 0, min(max(len(data)/32, 4), 32))}
+	return p.parse()
+}
+
+func (p *parser) parse() (value, error) {
 	p.skipSpace()
 	if p.pos >= len(p.data) {
 		return value{}, p.errorf("empty input, want a JSON object")
@@ -227,7 +235,7 @@ func (p *parser) parseObjectBody() (value, error) {
 	}
 	// Keys are compared as decoded code points, so "a" and "\u0061" are the
 	// same key: sorting puts duplicates next to each other.
-	members := sortedMembers(p.stack[base:])
+	members := sortedMembers(p.alloc(len(p.stack)-base), p.stack[base:])
 	for i := 1; i < len(members); i++ {
 		if bytes.Equal(members[i-1].key, members[i].key) {
 			return value{}, &syntaxError{
@@ -241,12 +249,26 @@ func (p *parser) parseObjectBody() (value, error) {
 	return value{kind: kindObject, kids: members}, nil
 }
 
-// sortedMembers returns a copy of an object's members sorted by key. The
-// members are large, so it sorts their indexes and copies each member
-// once, into place; objects that arrive sorted (as maps marshal) are
-// copied as they are.
-func sortedMembers(ms []member) []member {
-	out := make([]member, len(ms))
+// alloc returns room for n members of a finished object or array.
+func (p *parser) alloc(n int) []member {
+	if p.slab == nil {
+		return make([]member, n)
+	}
+	if cap(p.slab)-len(p.slab) < n {
+		// The full slab stays with the tree that uses it.
+		p.slab = make([]member, 0, max(2*cap(p.slab), n))
+	}
+	end := len(p.slab) + n
+	out := p.slab[len(p.slab):end:end]
+	p.slab = p.slab[:end]
+	return out
+}
+
+// sortedMembers copies an object's members into out sorted by key and
+// returns out. The members are large, so it sorts their indexes and copies
+// each member once, into place; objects that arrive sorted (as maps
+// marshal) are copied as they are.
+func sortedMembers(out, ms []member) []member {
 	sorted := true
 	for i := 1; i < len(ms); i++ {
 		if bytes.Compare(ms[i-1].key, ms[i].key) > 0 {
@@ -323,7 +345,9 @@ func (p *parser) parseArray() (value, error) {
 		return value{}, p.errorf("found %s, want ',' or ']' in an array", p.describe())
 	}
 	p.depth--
-	return value{kind: kindArray, kids: slices.Clone(p.stack[base:])}, nil
+	kids := p.alloc(len(p.stack) - base)
+	copy(kids, p.stack[base:])
+	return value{kind: kindArray, kids: kids}, nil
 }
 
 // parseNumber checks the RFC 8259 number grammar and keeps the literal as

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -170,17 +171,31 @@ func (a *doc) argsRoot() *value {
 
 // fields lists the root's properties as JSON pointers, sorted.
 func fields(a *doc) []string {
-	out := []string{}
 	root := a.root
 	if !root.has("properties") {
 		root = a.argsRoot()
 	}
 	props := root.get("properties")
 	if props == nil || props.kind != kindObject {
-		return out
+		return []string{}
 	}
+	// The pointers are cut from one string: one allocation, not one each.
+	n := 0
 	for _, m := range props.obj {
-		out = append(out, "/"+escapeToken(m.name))
+		n += 1 + len(escapeToken(m.name))
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, m := range props.obj {
+		b.WriteByte('/')
+		b.WriteString(escapeToken(m.name))
+	}
+	all := b.String()
+	out := make([]string, 0, len(props.obj))
+	for _, m := range props.obj {
+		k := 1 + len(escapeToken(m.name))
+		out = append(out, all[:k])
+		all = all[k:]
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -214,7 +229,20 @@ const (
 // "properties": {} when it lacks them: MCP arguments are always an object,
 // and providers want an object schema with properties.
 func closeObjects(a *doc) {
-	reach := map[*value]uint8{}
+	// The schemas reached, with their marks. Without references the tree
+	// reaches each schema once, by one path, and a list is enough; with
+	// them, a schema may be reached again, and the index finds its entry.
+	type reached struct {
+		s    *value
+		bits uint8
+	}
+	var (
+		list  = make([]reached, 0, 8)
+		index map[*value]int
+	)
+	if len(a.refs) > 0 {
+		index = map[*value]int{}
+	}
 	var visit func(s *value, free bool)
 	visit = func(s *value, free bool) {
 		if s.kind != kindObject {
@@ -224,10 +252,20 @@ func closeObjects(a *doc) {
 		if free {
 			bit = reachFree
 		}
-		if reach[s]&bit != 0 {
-			return
+		if index != nil {
+			i, ok := index[s]
+			if !ok {
+				i = len(list)
+				index[s] = i
+				list = append(list, reached{s: s})
+			}
+			if list[i].bits&bit != 0 {
+				return
+			}
+			list[i].bits |= bit
+		} else {
+			list = append(list, reached{s, bit})
 		}
-		reach[s] |= bit
 		childFree := free && !composed(a, s)
 		for _, m := range s.obj {
 			v := m.val
@@ -262,9 +300,9 @@ func closeObjects(a *doc) {
 	}
 	visit(a.root, true)
 	argsRoot := a.argsRoot()
-	for s, r := range reach {
-		if r == reachFree && closable(a, s, s == argsRoot) {
-			s.set("additionalProperties", boolValue(false))
+	for _, r := range list {
+		if r.bits == reachFree && closable(a, r.s, r.s == argsRoot) {
+			r.s.set("additionalProperties", falseSchema)
 		}
 	}
 	root := a.root
@@ -368,7 +406,7 @@ func forValidator(a *doc) []string {
 				if !(isRoot && m.name == "$schema") {
 					continue
 				}
-				v = strValue(a.d.checkURI())
+				v = a.d.checkURIValue()
 			case clCount:
 				v = numValue(countLiteral(v))
 			case clString:
@@ -428,7 +466,7 @@ func forValidator(a *doc) []string {
 	}
 	walk(a.root, make(path, 0, 16), true) // one path for the whole walk, as in analyze
 	if !a.root.has("$schema") {
-		a.root.set("$schema", strValue(a.d.checkURI()))
+		a.root.set("$schema", a.d.checkURIValue())
 	}
 	return notes
 }

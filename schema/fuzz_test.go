@@ -213,7 +213,7 @@ func optionalNull(v *value, m *nullMap, ptr string) string {
 	case kindObject:
 		for _, mem := range v.obj {
 			p := ptr + "/" + escapeToken(mem.name)
-			if m.optional[mem.name] && mem.val.kind == kindNull {
+			if m.isOptional(mem.name) && mem.val.kind == kindNull {
 				return p
 			}
 			if w := optionalNull(mem.val, m.props[mem.name], p); w != "" {

@@ -81,6 +81,21 @@ func (d dialect) checkURI() string {
 	return uriDraft2020
 }
 
+// Shared leaves (see falseSchema) for checkURIValue: every closed form
+// names its dialect.
+var (
+	draft07URIValue   = strValue(uriDraft07)
+	draft2020URIValue = strValue(uriDraft2020)
+)
+
+// checkURIValue is checkURI as a value, shared: it must not be changed.
+func (d dialect) checkURIValue() *value {
+	if d.checkURI() == uriDraft07 {
+		return draft07URIValue
+	}
+	return draft2020URIValue
+}
+
 // class says what a keyword's value is.
 type class uint8
 

@@ -19,7 +19,7 @@ func asModel(v *value, m *nullMap) {
 	}
 	switch v.kind {
 	case kindObject:
-		for name := range m.optional {
+		for _, name := range m.optional {
 			if v.get(name) == nil {
 				v.obj = append(v.obj, member{name: name, val: nullValue()})
 			}

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -18,9 +19,18 @@ const strictBudget = 20000
 // were optional in the original schema (a null the model sends for one is
 // removed, so the server sees it omitted) and where to look deeper.
 type nullMap struct {
-	optional map[string]bool
+	// optional holds the names, sorted: it is kept for the session's
+	// life for every tool, where a slice is one small block and a map
+	// several.
+	optional []string
 	props    map[string]*nullMap // for the properties of an object value
 	items    *nullMap            // for every element of an array value
+}
+
+// isOptional reports whether name is one of m's optional properties.
+func (m *nullMap) isOptional(name string) bool {
+	_, found := slices.BinarySearch(m.optional, name)
+	return found
 }
 
 // empty reports whether m removes nothing anywhere.
@@ -39,7 +49,7 @@ func (m *nullMap) apply(v *value) bool {
 	case kindObject:
 		kept := v.obj[:0:0]
 		for _, mem := range v.obj {
-			if m.optional[mem.name] && mem.val.kind == kindNull {
+			if mem.val.kind == kindNull && m.isOptional(mem.name) {
 				changed = true
 				continue
 			}
@@ -71,7 +81,11 @@ type stricter struct {
 	a      *doc
 	budget int
 	active map[*value]bool // references being inlined, to refuse recursion; made on first use
-	nulls  map[*value]bool // refusesNull's answers, which are asked again and again; made on first use
+	// refusesNull's answers, which are asked again and again: the first
+	// few in few (most schemas need no more), then all of them in nulls.
+	few    []nullAnswer
+	fewBuf [8]nullAnswer
+	nulls  map[*value]bool
 	prob   *finding
 }
 
@@ -85,6 +99,7 @@ func (x *stricter) fail(ptr, format string, args ...any) {
 // null map for FromModel, or the first reason there is none.
 func strictForm(a *doc) (*value, *nullMap, *finding) {
 	x := &stricter{a: a, budget: strictBudget}
+	x.few = x.fewBuf[:0]
 	v, nm := x.schema(a.root, "", true, false)
 	if x.prob != nil {
 		return nil, nil, x.prob
@@ -334,9 +349,12 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 	}
 	var nm nullMap
 	nprops := len(props.objOrNil())
-	newProps := &value{kind: kindObject, obj: make([]member, 0, nprops)}
-	names := &value{kind: kindArray, arr: make([]*value, 0, nprops)}
-	nameVals := make([]value, nprops) // the elements of names, allocated at once
+	// The new properties, the required list and its elements, allocated
+	// at once.
+	vals := make([]value, 2+nprops)
+	newProps, names, nameVals := &vals[0], &vals[1], vals[2:]
+	*newProps = value{kind: kindObject, obj: make([]member, 0, nprops)}
+	*names = value{kind: kindArray, arr: make([]*value, 0, nprops)}
 	if props != nil {
 		for i, m := range props.obj {
 			pp := ptr + "/properties/" + escapeToken(m.name)
@@ -355,9 +373,9 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 				}
 				child = nullable(child)
 				if nm.optional == nil {
-					nm.optional = map[string]bool{}
+					nm.optional = make([]string, 0, nprops-i)
 				}
-				nm.optional[m.name] = true
+				nm.optional = append(nm.optional, m.name)
 			}
 			if !cnm.empty() {
 				if nm.props == nil {
@@ -370,10 +388,11 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 			names.arr = append(names.arr, &nameVals[i])
 		}
 	}
+	slices.Sort(nm.optional)
 	x.copyKept(s, out, "object",
 		replacement{"properties", newProps},
 		replacement{"required", names},
-		replacement{"additionalProperties", boolValue(false)})
+		replacement{"additionalProperties", falseSchema})
 	if props == nil {
 		out.set("properties", newProps)
 	}
@@ -381,7 +400,7 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 		out.set("required", names)
 	}
 	if !s.has("additionalProperties") {
-		out.set("additionalProperties", boolValue(false))
+		out.set("additionalProperties", falseSchema)
 	}
 	if len(nm.optional) == 0 && len(nm.props) == 0 {
 		return nil
@@ -570,12 +589,12 @@ func nullable(v *value) *value {
 	if t := v.get("type"); t != nil && !v.has("const") && !v.has("anyOf") {
 		switch t.kind {
 		case kindString:
-			v.set("type", &value{kind: kindArray, arr: []*value{t, strValue("null")}})
+			v.set("type", &value{kind: kindArray, arr: []*value{t, nullTypeName}})
 		case kindArray:
-			v.set("type", &value{kind: kindArray, arr: append(t.arr[:len(t.arr):len(t.arr)], strValue("null"))})
+			v.set("type", &value{kind: kindArray, arr: append(t.arr[:len(t.arr):len(t.arr)], nullTypeName)})
 		}
 		if e := v.get("enum"); e != nil {
-			v.set("enum", &value{kind: kindArray, arr: append(e.arr[:len(e.arr):len(e.arr)], nullValue())})
+			v.set("enum", &value{kind: kindArray, arr: append(e.arr[:len(e.arr):len(e.arr)], nullLiteral)})
 		}
 		return v
 	}
@@ -583,8 +602,18 @@ func nullable(v *value) *value {
 }
 
 func nullSchema() *value {
-	return &value{kind: kindObject, obj: []member{{name: "type", rawName: `"type"`, val: strValue("null")}}}
+	return &value{kind: kindObject, obj: []member{{name: "type", rawName: `"type"`, val: nullTypeName}}}
 }
+
+// Leaves every strict and closed form may share, made once: a leaf is never
+// changed in place (set and del replace an object's members, and the
+// rewrites of forValidator only touch objects), and every tool of every
+// server gets them.
+var (
+	falseSchema  = boolValue(false)
+	nullTypeName = strValue("null")
+	nullLiteral  = nullValue()
+)
 
 // refusesNull reports whether schema s certainly refuses null. It errs
 // towards "may admit", which only ever costs strictness.
@@ -592,17 +621,52 @@ func (x *stricter) refusesNull(s *value, depth int) bool {
 	if depth > 64 {
 		return false
 	}
-	known, seen := x.nulls[s]
-	if seen {
+	if known, seen := x.nullAnswer(s); seen {
 		return known
 	}
-	if x.nulls == nil {
-		x.nulls = map[*value]bool{}
-	}
-	x.nulls[s] = false // asked again while answering: may admit
+	x.setNullAnswer(s, false) // asked again while answering: may admit
 	r := x.refuses(s, depth)
-	x.nulls[s] = r
+	x.setNullAnswer(s, r)
 	return r
+}
+
+// A nullAnswer is refusesNull's answer for one schema.
+type nullAnswer struct {
+	s       *value
+	refuses bool
+}
+
+func (x *stricter) nullAnswer(s *value) (refuses, seen bool) {
+	if x.nulls != nil {
+		refuses, seen = x.nulls[s]
+		return refuses, seen
+	}
+	for _, a := range x.few {
+		if a.s == s {
+			return a.refuses, true
+		}
+	}
+	return false, false
+}
+
+func (x *stricter) setNullAnswer(s *value, refuses bool) {
+	if x.nulls == nil {
+		for i := range x.few {
+			if x.few[i].s == s {
+				x.few[i].refuses = refuses
+				return
+			}
+		}
+		if len(x.few) < cap(x.few) {
+			x.few = append(x.few, nullAnswer{s, refuses})
+			return
+		}
+		x.nulls = make(map[*value]bool, 2*len(x.few))
+		for _, a := range x.few {
+			x.nulls[a.s] = a.refuses
+		}
+	}
+	x.nulls[s] = refuses
 }
 
 func (x *stricter) refuses(s *value, depth int) bool {
