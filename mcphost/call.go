@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 	"unicode/utf8"
 
@@ -38,8 +39,13 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	if res != nil {
 		rec.IsError = res.IsError
 	}
-	s.logger.Info("tool call", "tool", name, "decision", rec.Decision, "duration", rec.Duration,
-		"is_error", rec.IsError, "error", err)
+	// Boxing the attributes costs a handful of allocations per call even
+	// when the handler drops the record, as the default one does. Info
+	// asks its handler with context.Background too.
+	if s.logger.Enabled(context.Background(), slog.LevelInfo) {
+		s.logger.Info("tool call", "tool", name, "decision", rec.Decision, "duration", rec.Duration,
+			"is_error", rec.IsError, "error", err)
+	}
 	if s.opts.OnCall != nil {
 		s.opts.OnCall(rec)
 	}
@@ -63,10 +69,7 @@ func (s *Session) call(ctx context.Context, name string, args json.RawMessage) (
 		if e.Decision == Deny {
 			return nil, rec, fmt.Errorf("%w: [mcp.%s] denies %q", ErrDenied, e.Server, e.Tool.Tool)
 		}
-		serverArgs, err := e.closed.FromModel(args)
-		if err == nil {
-			err = e.closed.Check(serverArgs)
-		}
+		serverArgs, err := e.closed.ForServer(args)
 		switch {
 		case errors.Is(err, schema.ErrUncheckable):
 			return nil, rec, fmt.Errorf("%w: %w", ErrUncheckable, err)
@@ -229,18 +232,29 @@ func cut(res *mcp.CallToolResult, limit int64, server string) *mcp.CallToolResul
 	left := limit
 	total := int64(0)
 	cutAny := false
-	kept := make([]mcp.Content, 0, len(res.Content))
-	for _, c := range res.Content {
+	// kept is made at the first item cut: until then it is
+	// res.Content[:i], and a result that fits, the usual case, is
+	// returned without copying.
+	var kept []mcp.Content
+	drop := func(i int) {
+		if !cutAny {
+			cutAny = true
+			kept = append(make([]mcp.Content, 0, len(res.Content)+1), res.Content[:i]...)
+		}
+	}
+	for i, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
 			n := int64(len(c.Text))
 			total += n
 			if n <= left {
 				left -= n
-				kept = append(kept, c)
+				if cutAny {
+					kept = append(kept, c)
+				}
 				continue
 			}
-			cutAny = true
+			drop(i)
 			if left > 0 {
 				t := c.Text[:left]
 				for i := 0; i < utf8.UTFMax && len(t) > 0; i++ {
@@ -259,18 +273,20 @@ func cut(res *mcp.CallToolResult, limit int64, server string) *mcp.CallToolResul
 			n := int64(len(b))
 			total += n
 			if err != nil || n > left {
-				cutAny = true
+				drop(i)
 				continue
 			}
 			left -= n
-			kept = append(kept, c)
+			if cutAny {
+				kept = append(kept, c)
+			}
 		}
 	}
 	if res.StructuredContent != nil {
 		b, err := json.Marshal(res.StructuredContent)
 		total += int64(len(b))
 		if err != nil || int64(len(b)) > left {
-			cutAny = true
+			drop(len(res.Content))
 			res.StructuredContent = nil
 		}
 	}

@@ -95,10 +95,34 @@ func (c *Closed) FromModel(args json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.fromModel(args, v), nil
+}
+
+// fromModel is FromModel on arguments readArgs parsed into v; it removes
+// the nulls from v itself.
+func (c *Closed) fromModel(args json.RawMessage, v *value) json.RawMessage {
 	if c.nulls.apply(v) || trimmedEmpty(args) {
-		return encode(v), nil
+		return encode(v)
 	}
-	return bytes.Clone(bytes.TrimSpace(args)), nil
+	return bytes.Clone(bytes.TrimSpace(args))
+}
+
+// ForServer is FromModel followed by Check of what it returned, with the
+// same results and errors, parsing the arguments once instead of twice: a
+// call does both, and the parse is a good part of the host's work on it.
+// The tree checked is the one the returned text encodes: that text is
+// either the arguments as parsed or the tree's encoding, which repeats
+// every literal as written and so parses back to the same tree.
+func (c *Closed) ForServer(args json.RawMessage) (json.RawMessage, error) {
+	v, err := readArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	out := c.fromModel(args, v)
+	if err := c.checkTree(v); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Check validates server-bound arguments (what FromModel returned) against
@@ -114,6 +138,11 @@ func (c *Closed) Check(args json.RawMessage) error {
 	if err != nil {
 		return err
 	}
+	return c.checkTree(v)
+}
+
+// checkTree is Check on arguments readArgs parsed into v.
+func (c *Closed) checkTree(v *value) error {
 	if c.CheckProblem != "" {
 		return fmt.Errorf("%w: %s; mcphost does not send a call it cannot check", ErrUncheckable, c.CheckProblem)
 	}

@@ -94,3 +94,28 @@ func BenchmarkFirstCheck(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(schemas)), "ns/tool")
 }
+
+// BenchmarkForServer measures what a call does with the model's arguments
+// (ForServer: FromModel and Check in one parse) on a prepared tool: the
+// fixture server's echo tool with the arguments mcphost's BenchmarkCall
+// sends, and toolSchema in its strict form, with a null to remove.
+func BenchmarkForServer(b *testing.B) {
+	for _, bc := range []struct{ name, schema, args string }{
+		{"echo", `{"type":"object","properties":{"text":{"type":"string"},"note":{"type":"string"},"count":{"type":"integer","minimum":0}},"required":["text"]}`, `{"text":"hello"}`},
+		{"tool", toolSchema, `{"query":"abc","limit":10,"unit":null,"tags":["a","b"],"filter":{"owner":"o"},"edits":[{"old":"a","new":"b"}]}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c, err := Close(json.RawMessage(bc.schema))
+			if err != nil {
+				b.Fatal(err)
+			}
+			args := json.RawMessage(bc.args)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.ForServer(args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
