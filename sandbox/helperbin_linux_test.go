@@ -140,6 +140,46 @@ func TestStartHelperProgram(t *testing.T) {
 	}
 }
 
+// TestHelperFallback: when the helper program cannot be executed (here a
+// file without execute permission stands in for a memory file a security
+// module refuses), Start runs the host program as the helper instead, and
+// keeps doing so.
+func TestHelperFallback(t *testing.T) {
+	requireConfinement(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helperPath() // loaded before the state is saved
+	embedded.mu.Lock()
+	saved := embedded.disabled
+	embedded.mu.Unlock()
+	t.Cleanup(func() {
+		embedded.mu.Lock()
+		embedded.disabled = saved
+		embedded.mu.Unlock()
+	})
+	bad := filepath.Join(t.TempDir(), "helper")
+	if err := os.WriteFile(bad, []byte(helperProgram), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wt := t.TempDir()
+	s := startHostileOpts(t, Config{Worktree: wt}, startOptions{helper: bad})
+	if exe := helperExe(t, s.p); exe != self {
+		t.Errorf("the helper runs %q, want the host program %q", exe, self)
+	}
+	s.must("write", filepath.Join(wt, "x"))
+	if r := s.do("write", filepath.Join(t.TempDir(), "x")); r.OK {
+		t.Error("the server wrote outside the worktree")
+	}
+	embedded.mu.Lock()
+	disabled := embedded.disabled
+	embedded.mu.Unlock()
+	if disabled == nil && helperProgram != "" {
+		t.Error("the embedded helper is still used after it failed to run")
+	}
+}
+
 // TestEmbeddedHelperSealed: the memory file holding the helper program
 // cannot be changed, not even by this process.
 func TestEmbeddedHelperSealed(t *testing.T) {

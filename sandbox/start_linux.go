@@ -25,6 +25,9 @@ type startOptions struct {
 	// selfHelper runs the host program as the helper, as Start does where
 	// the embedded helper program cannot run.
 	selfHelper bool
+	// helper, when set, is tried as the helper program in place of the
+	// embedded one.
+	helper string
 }
 
 // Start starts the server cfg describes, confined unless cfg.Off, and
@@ -67,7 +70,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		return nil, err
 	}
 	sp.MaxABI = opts.maxABI
-	p, err := launch(ctx, cfg.Name, sp, useUserNS(), cfg.Stderr, opts.selfHelper)
+	p, err := launch(ctx, cfg.Name, sp, useUserNS(), cfg.Stderr, opts)
 	if err != nil {
 		removeAll(tmp)
 		return nil, err
@@ -91,7 +94,7 @@ func Probe() (string, error) {
 	sp.Read = canonicalExisting(systemReadPaths())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := launch(ctx, "", sp, useUserNS(), nil, false)
+	p, err := launch(ctx, "", sp, useUserNS(), nil, startOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -502,9 +505,9 @@ func tempPrefix(name string) string {
 }
 
 // launch starts the helper with sp and waits for its first report. The
-// helper is the embedded helper program unless selfHelper is set or it
+// helper is the embedded helper program unless opts say otherwise or it
 // cannot run here; then it is the host program.
-func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.Writer, selfHelper bool) (*Process, error) {
+func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.Writer, opts startOptions) (*Process, error) {
 	payload, err := encodeSpec(sp)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
@@ -595,9 +598,12 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			SysProcAttr: attr,
 		}
 	}
-	path := selfExe
-	if !selfHelper {
-		path = helperPath()
+	path := helperPath()
+	switch {
+	case opts.selfHelper:
+		path = selfExe
+	case opts.helper != "":
+		path = opts.helper
 	}
 	p := &Process{
 		name:       name,
