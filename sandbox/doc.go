@@ -18,8 +18,8 @@
 // and then starts the server. The helper is this package built alone
 // (internal/helper, about 2.4 MB), embedded for linux/amd64 and
 // linux/arm64 and run from a sealed memory file (memfd_create, written once
-// per process and sealed against every change; the process keeps it open
-// for its life). It is run that way, rather than by re-executing the
+// per process, at the first Start, in about a millisecond, and sealed
+// against every change; the process keeps it open for its life). It is run that way, rather than by re-executing the
 // importing program, because a Go program's start grows with what it links:
 // an agent that links the go-sdk and BLAKE3 reached the helper's code after
 // 2 to 3 ms, the embedded program does in under one, and Start runs it once
