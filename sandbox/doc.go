@@ -22,7 +22,7 @@
 // against every change; the process keeps it open for its life). It is run that way, rather than by re-executing the
 // importing program, because a Go program's start grows with what it links:
 // an agent that links the go-sdk and BLAKE3 reached the helper's code after
-// 2 to 3 ms, the embedded program does in under one, and Start runs it once
+// 2 to 3 ms, the embedded program in about one, and Start runs it once
 // per server. TestEmbeddedHelperCurrent checks that the embedded binaries
 // are byte for byte what this source builds to (rebuild them with `make
 // helper`), so they are trusted for being reproducible, not for being

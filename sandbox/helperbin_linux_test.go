@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 var updateHelper = flag.Bool("update-helper", false, "rebuild the embedded helper programs in helperbin/ (make helper)")
@@ -177,6 +179,51 @@ func TestHelperFallback(t *testing.T) {
 	embedded.mu.Unlock()
 	if disabled == nil && helperProgram != "" {
 		t.Error("the embedded helper is still used after it failed to run")
+	}
+}
+
+// TestHelperDescriptorReused: if the memory file's descriptor was closed
+// by mistake and its number taken by another file, Start does not run that
+// file as the helper: it falls back to the host program.
+func TestHelperDescriptorReused(t *testing.T) {
+	if helperProgram == "" {
+		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
+	}
+	helperPath() // loaded before the state is saved
+	f, err := loadHelper(helperProgram)
+	if err != nil {
+		t.Skipf("the embedded helper cannot be loaded here: %v", err)
+	}
+	defer unix.Close(f.fd)
+	embedded.mu.Lock()
+	savedFile, savedDisabled := embedded.file, embedded.disabled
+	embedded.file, embedded.disabled = f, nil
+	embedded.mu.Unlock()
+	t.Cleanup(func() {
+		embedded.mu.Lock()
+		embedded.file, embedded.disabled = savedFile, savedDisabled
+		embedded.mu.Unlock()
+	})
+	if got := helperPath(); got != f.path() {
+		t.Fatalf("helperPath() = %q, want the memory file %q", got, f.path())
+	}
+	// Another file takes the descriptor's number.
+	other, err := os.CreateTemp(t.TempDir(), "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := unix.Dup3(int(other.Fd()), f.fd, unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	if got := helperPath(); got != selfExe {
+		t.Errorf("helperPath() = %q after the descriptor was reused, want %q", got, selfExe)
+	}
+	embedded.mu.Lock()
+	disabled := embedded.disabled
+	embedded.mu.Unlock()
+	if disabled == nil {
+		t.Error("the embedded helper is not disabled after its descriptor was reused")
 	}
 }
 

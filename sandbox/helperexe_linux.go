@@ -22,25 +22,32 @@ const selfExe = "/proc/self/exe"
 // it, every Start uses selfExe.
 var embedded struct {
 	once sync.Once
-	path string // /proc/self/fd/N of the sealed memory file, or ""
-	err  error  // why there is no path
+	file helperFile // the sealed memory file; fd < 0 when there is none
+	err  error      // why there is none
 
 	mu       sync.Mutex
-	disabled error // set when running it failed; path is not used again
+	disabled error // set when running it failed; the file is not used again
 }
 
 // helperPath returns the program Start executes as the helper: the
 // embedded one when this system lets it run, else the host program.
 func helperPath() string {
 	embedded.once.Do(func() {
-		embedded.path, embedded.err = loadHelper(helperProgram)
+		embedded.file, embedded.err = loadHelper(helperProgram)
 	})
 	embedded.mu.Lock()
 	defer embedded.mu.Unlock()
-	if embedded.path == "" || embedded.disabled != nil {
+	if embedded.file.fd < 0 || embedded.disabled != nil {
 		return selfExe
 	}
-	return embedded.path
+	// The descriptor is only a number: code elsewhere in the process that
+	// closed it by mistake would let the next file opened take its place,
+	// and that file would run as the helper. Check it is still ours.
+	if err := embedded.file.check(); err != nil {
+		embedded.disabled = err
+		return selfExe
+	}
+	return embedded.file.path()
 }
 
 // disableEmbedded stops using the embedded helper after err running it.
@@ -57,12 +64,38 @@ func disableEmbedded(err error) {
 // /proc/self/fd/N, which must not be one of them.
 const helperFD = 10
 
+// helperFile is the memory file holding the helper program.
+type helperFile struct {
+	fd       int
+	dev, ino uint64
+}
+
+func (f helperFile) path() string { return "/proc/self/fd/" + strconv.Itoa(f.fd) }
+
+// helperSeals are the seals that make the memory file immutable.
+const helperSeals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+
+// check reports an error unless f.fd still refers to the sealed memory
+// file loadHelper made.
+func (f helperFile) check() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(f.fd, &st); err != nil {
+		return fmt.Errorf("descriptor %d of the helper program: %w", f.fd, err)
+	}
+	seals, err := unix.FcntlInt(uintptr(f.fd), unix.F_GET_SEALS, 0)
+	if err != nil || st.Dev != f.dev || st.Ino != f.ino || seals&helperSeals != helperSeals {
+		return fmt.Errorf("descriptor %d no longer holds the helper program (closed and reused elsewhere in this process?)", f.fd)
+	}
+	return nil
+}
+
 // loadHelper writes prog into a memory file, seals it against every change
-// and returns the path the kernel can execute it by. The file lives as long
-// as the process; it is close-on-exec, so no child keeps it.
-func loadHelper(prog string) (string, error) {
+// and returns it. The file lives as long as the process; it is
+// close-on-exec, so no child keeps it.
+func loadHelper(prog string) (helperFile, error) {
+	none := helperFile{fd: -1}
 	if prog == "" {
-		return "", errors.New("no helper program is embedded for this architecture")
+		return none, errors.New("no helper program is embedded for this architecture")
 	}
 	flags := unix.MFD_CLOEXEC | unix.MFD_ALLOW_SEALING
 	fd, err := unix.MemfdCreate(helperArg0, flags|unix.MFD_EXEC)
@@ -73,24 +106,26 @@ func loadHelper(prog string) (string, error) {
 	}
 	if err != nil {
 		// EACCES: vm.memfd_noexec forbids executable memory files.
-		return "", fmt.Errorf("memfd_create: %w", err)
+		return none, fmt.Errorf("memfd_create: %w", err)
 	}
 	f := os.NewFile(uintptr(fd), helperArg0)
+	defer f.Close()
 	if _, err := io.WriteString(f, prog); err != nil {
-		f.Close()
-		return "", fmt.Errorf("writing the helper program: %w", err)
+		return none, fmt.Errorf("writing the helper program: %w", err)
 	}
 	// Sealed, nothing in this process (or one it passed the file to)
 	// can change the program between two starts.
-	const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, seals); err != nil {
-		f.Close()
-		return "", fmt.Errorf("sealing the helper program: %w", err)
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, helperSeals); err != nil {
+		return none, fmt.Errorf("sealing the helper program: %w", err)
 	}
 	high, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, helperFD)
-	f.Close()
 	if err != nil {
-		return "", fmt.Errorf("moving the helper program's descriptor: %w", err)
+		return none, fmt.Errorf("moving the helper program's descriptor: %w", err)
 	}
-	return "/proc/self/fd/" + strconv.Itoa(high), nil
+	var st unix.Stat_t
+	if err := unix.Fstat(high, &st); err != nil {
+		unix.Close(high)
+		return none, fmt.Errorf("the helper program's memory file: %w", err)
+	}
+	return helperFile{fd: high, dev: st.Dev, ino: st.Ino}, nil
 }

@@ -10,7 +10,7 @@
 // helper starts once per server, and a Go program's start grows with what
 // it links. The importing agent's binary (the go-sdk, a provider SDK,
 // BLAKE3's CPU feature probe) reached the helper's code after 2 to 3 ms
-// here; this program reaches it in well under one.
+// here; this program reaches it in about one.
 //
 // The embedded copies in ../../helperbin are built by
 //
