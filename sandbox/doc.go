@@ -16,21 +16,23 @@
 //
 // Start runs a small helper process, which builds the sandbox around itself
 // and then starts the server. The helper is this package built alone
-// (internal/helper, about 2.4 MB), embedded for linux/amd64 and
-// linux/arm64 and run from a sealed memory file (memfd_create, written once
-// per process, at the first Start, in about a millisecond, and sealed
-// against every change; the process keeps it open for its life). It is run that way, rather than by re-executing the
-// importing program, because a Go program's start grows with what it links:
-// an agent that links the go-sdk and BLAKE3 reached the helper's code after
-// 2 to 3 ms, the embedded program in about one, and Start runs it once
-// per server. TestEmbeddedHelperCurrent checks that the embedded binaries
-// are byte for byte what this source builds to (rebuild them with `make
-// helper`), so they are trusted for being reproducible, not for being
-// there.
+// (internal/helper, about 2.4 MB), embedded for linux/amd64 and linux/arm64
+// and run from a sealed memory file (memfd_create, written once per process,
+// at the first Start, in about a millisecond, and sealed against every
+// change; the process keeps it open for its life). It is run that way,
+// rather than by re-executing the importing program, because a Go program's
+// start grows with what it links: an agent that links the go-sdk and BLAKE3
+// reached the helper's code after 2 to 3 ms, the embedded program in about
+// one, and Start runs it once per server. TestEmbeddedHelperCurrent checks
+// that the embedded binaries are byte for byte what this source builds to
+// (rebuild them with `make helper`), so they are trusted for being
+// reproducible, not for being there.
 //
 // Where a memory file cannot be executed (vm.memfd_noexec, a security
-// module) or nothing is embedded, Start re-executes the running program
-// through /proc/self/exe instead, for that start and every later one.
+// module), nothing is embedded, or the memory file's descriptor no longer
+// holds it (checked before every start), Start re-executes the running
+// program through /proc/self/exe instead, for that start and every later
+// one.
 // Importers add nothing to main for this either: the package's init
 // function checks for the helper's marker (an argument vector of exactly
 // "mcphost-sandbox-helper", with the spec on an inherited pipe at
