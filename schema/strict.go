@@ -81,11 +81,7 @@ type stricter struct {
 	a      *doc
 	budget int
 	active map[*value]bool // references being inlined, to refuse recursion; made on first use
-	// refusesNull's answers, which are asked again and again: the first
-	// few in few (most schemas need no more), then all of them in nulls.
-	few    []nullAnswer
-	fewBuf [8]nullAnswer
-	nulls  map[*value]bool
+	nulls  map[*value]bool // refusesNull's answers, which are asked again and again; made on first use
 	prob   *finding
 }
 
@@ -99,7 +95,6 @@ func (x *stricter) fail(ptr, format string, args ...any) {
 // null map for FromModel, or the first reason there is none.
 func strictForm(a *doc) (*value, *nullMap, *finding) {
 	x := &stricter{a: a, budget: strictBudget}
-	x.few = x.fewBuf[:0]
 	v, nm := x.schema(a.root, "", true, false)
 	if x.prob != nil {
 		return nil, nil, x.prob
@@ -621,52 +616,17 @@ func (x *stricter) refusesNull(s *value, depth int) bool {
 	if depth > 64 {
 		return false
 	}
-	if known, seen := x.nullAnswer(s); seen {
+	known, seen := x.nulls[s]
+	if seen {
 		return known
 	}
-	x.setNullAnswer(s, false) // asked again while answering: may admit
-	r := x.refuses(s, depth)
-	x.setNullAnswer(s, r)
-	return r
-}
-
-// A nullAnswer is refusesNull's answer for one schema.
-type nullAnswer struct {
-	s       *value
-	refuses bool
-}
-
-func (x *stricter) nullAnswer(s *value) (refuses, seen bool) {
-	if x.nulls != nil {
-		refuses, seen = x.nulls[s]
-		return refuses, seen
-	}
-	for _, a := range x.few {
-		if a.s == s {
-			return a.refuses, true
-		}
-	}
-	return false, false
-}
-
-func (x *stricter) setNullAnswer(s *value, refuses bool) {
 	if x.nulls == nil {
-		for i := range x.few {
-			if x.few[i].s == s {
-				x.few[i].refuses = refuses
-				return
-			}
-		}
-		if len(x.few) < cap(x.few) {
-			x.few = append(x.few, nullAnswer{s, refuses})
-			return
-		}
-		x.nulls = make(map[*value]bool, 2*len(x.few))
-		for _, a := range x.few {
-			x.nulls[a.s] = a.refuses
-		}
+		x.nulls = map[*value]bool{}
 	}
-	x.nulls[s] = refuses
+	x.nulls[s] = false // asked again while answering: may admit
+	r := x.refuses(s, depth)
+	x.nulls[s] = r
+	return r
 }
 
 func (x *stricter) refuses(s *value, depth int) bool {
