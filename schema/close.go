@@ -229,20 +229,7 @@ const (
 // "properties": {} when it lacks them: MCP arguments are always an object,
 // and providers want an object schema with properties.
 func closeObjects(a *doc) {
-	// The schemas reached, with their marks. Without references the tree
-	// reaches each schema once, by one path, and a list is enough; with
-	// them, a schema may be reached again, and the index finds its entry.
-	type reached struct {
-		s    *value
-		bits uint8
-	}
-	var (
-		list  = make([]reached, 0, 8)
-		index map[*value]int
-	)
-	if len(a.refs) > 0 {
-		index = map[*value]int{}
-	}
+	reach := map[*value]uint8{}
 	var visit func(s *value, free bool)
 	visit = func(s *value, free bool) {
 		if s.kind != kindObject {
@@ -252,20 +239,10 @@ func closeObjects(a *doc) {
 		if free {
 			bit = reachFree
 		}
-		if index != nil {
-			i, ok := index[s]
-			if !ok {
-				i = len(list)
-				index[s] = i
-				list = append(list, reached{s: s})
-			}
-			if list[i].bits&bit != 0 {
-				return
-			}
-			list[i].bits |= bit
-		} else {
-			list = append(list, reached{s, bit})
+		if reach[s]&bit != 0 {
+			return
 		}
+		reach[s] |= bit
 		childFree := free && !composed(a, s)
 		for _, m := range s.obj {
 			v := m.val
@@ -300,9 +277,9 @@ func closeObjects(a *doc) {
 	}
 	visit(a.root, true)
 	argsRoot := a.argsRoot()
-	for _, r := range list {
-		if r.bits == reachFree && closable(a, r.s, r.s == argsRoot) {
-			r.s.set("additionalProperties", falseSchema)
+	for s, r := range reach {
+		if r == reachFree && closable(a, s, s == argsRoot) {
+			s.set("additionalProperties", falseSchema)
 		}
 	}
 	root := a.root
