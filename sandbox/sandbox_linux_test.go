@@ -400,6 +400,26 @@ func TestPrivileges(t *testing.T) {
 	s.check(t, ops)
 }
 
+// TestNoUserNamespace: a server can create no user namespace, with the
+// network off or on: inside one it would hold every capability again, and
+// with them reach kernel code (nf_tables) that is otherwise root's.
+func TestNoUserNamespace(t *testing.T) {
+	requireConfinement(t)
+	// The test itself can: the attack is real on this kernel.
+	if err := exec.Command("unshare", "-U", "true").Run(); err != nil {
+		t.Skipf("this host cannot create user namespaces itself (%v): nothing to take away", err)
+	}
+	for _, network := range []bool{false, true} {
+		t.Run(fmt.Sprintf("network=%v", network), func(t *testing.T) {
+			s := startHostile(t, Config{Worktree: t.TempDir(), Network: network})
+			s.check(t, []op{
+				{name: "clone(CLONE_NEWUSER)", op: "userns", errnos: []string{"EPERM"}},
+				{name: "unshare -U", op: "exec", args: []string{"/usr/bin/unshare", "-U", "/bin/true"}},
+			})
+		})
+	}
+}
+
 // TestProcIsolation: the fresh /proc shows only the sandbox's processes,
 // and the helper's environment is unreadable.
 func TestProcIsolation(t *testing.T) {

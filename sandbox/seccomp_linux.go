@@ -19,13 +19,21 @@ import (
 //     isolated by the namespaces used here, and a user's session keyring
 //     can hold credentials;
 //   - system calls of a foreign ABI (32-bit int 0x80, x32) are refused, since
-//     their numbers differ and would slip past the checks above.
+//     their numbers differ and would slip past the checks above;
+//   - no new user namespace: unshare(2) and clone(2) with CLONE_NEWUSER fail
+//     with EPERM, and clone3(2), whose flags sit in memory a filter cannot
+//     read, fails with ENOSYS (C libraries and runtimes then fall back to
+//     clone). A user namespace is the one namespace an unprivileged process
+//     may create, and inside it the process holds every capability again:
+//     enough to reach kernel code (nf_tables, say) that is otherwise
+//     root's alone, with or without the network.
 
 // seccomp BPF building blocks.
 const (
 	bpfLdAbsW = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 	bpfJeqK   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 	bpfJgeK   = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	bpfAndK   = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
 	bpfRetK   = unix.BPF_RET | unix.BPF_K
 
 	// Offsets into struct seccomp_data.
@@ -61,9 +69,21 @@ func seccompProgram(network bool) []unix.SockFilter {
 	for _, nr := range []uint32{
 		unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
 		unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY,
+		unix.SYS_CLONE3,
 	} {
 		jump(bpfJeqK, nr, 0, 1)
 		stmt(bpfRetK, retErrno(unix.ENOSYS))
+	}
+	// unshare(flags) and clone(flags, ...) both take their flags first, on
+	// amd64 and arm64 alike; CLONE_NEWUSER lies in the low 32 bits.
+	for _, nr := range []uint32{unix.SYS_UNSHARE, unix.SYS_CLONE} {
+		// if nr == X { if arg0 & CLONE_NEWUSER != 0 fail; reload nr }
+		jump(bpfJeqK, nr, 0, 5)
+		stmt(bpfLdAbsW, seccompArg0Off)
+		stmt(bpfAndK, unix.CLONE_NEWUSER)
+		jump(bpfJeqK, 0, 1, 0)
+		stmt(bpfRetK, retErrno(unix.EPERM))
+		stmt(bpfLdAbsW, seccompNrOff)
 	}
 	if !network {
 		for _, nr := range []uint32{unix.SYS_SOCKET, unix.SYS_SOCKETPAIR} {

@@ -265,6 +265,12 @@ func do(req request) reply {
 		var params [120]byte
 		_, _, e := syscall.Syscall(425 /* io_uring_setup on amd64 and arm64 */, 1, uintptr(unsafe.Pointer(&params[0])), 0)
 		return errnoResult(e)
+	case "userns":
+		// A child in a new user namespace, where it would hold every
+		// capability: clone(2) with CLONE_NEWUSER.
+		cmd := exec.Command("/proc/self/exe", "exit", "0")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+		return result("", cmd.Run())
 	case "tty":
 		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 		if err == nil {
