@@ -33,9 +33,9 @@ func failedStep(step string, err error) error {
 	return &stepError{step: step, err: err}
 }
 
-// applyMounts carries out plan in the helper's new mount namespace, then
-// mounts a fresh /proc (so that only this PID namespace's processes are
-// visible) and a private /dev/shm.
+// applyMounts carries out plan in the helper's new mount namespace: it
+// builds the server's root (only what it may use, a fresh /proc, a private
+// /dev/shm, the device files it may open) and moves into it.
 //
 // Every mount other than the writable roots and the private /dev/shm and
 // /proc ends up read-only. Landlock already denies writing there, but it
@@ -46,50 +46,16 @@ func applyMounts(plan mountPlan) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return unsupportedStep("making mounts private", err)
 	}
-
-	// Open what will be revealed before hiding covers it.
-	sources := make(map[string]int, len(plan.Reveal))
-	defer func() {
-		for _, fd := range sources {
-			unix.Close(fd)
+	if plan.NewRoot {
+		if err := enterNewRoot(plan); err != nil {
+			return err
 		}
-	}()
-	for _, r := range plan.Reveal {
-		fd, err := openNoSymlinks(r)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue // a read path that vanished grants nothing
-			}
-			return failedStep("opening "+r, err)
+	} else {
+		if err := withPath("/proc", mountProc); err != nil {
+			return unsupportedStep("mounting a fresh /proc", err)
 		}
-		sources[r] = fd
-	}
-
-	for _, h := range plan.Hide {
-		if err := withPath(h, func(fd int) error {
-			return unix.Mount("tmpfs", fdPath(fd), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
-				"mode=0755,size=64k,nr_inodes=16384")
-		}); err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return unsupportedStep("mounting a tmpfs over "+h, err)
-		}
-	}
-
-	for _, r := range plan.Reveal {
-		src, ok := sources[r]
-		if !ok {
-			continue
-		}
-		var hidden string
-		for _, h := range plan.Hide {
-			if isUnder(r, h) {
-				hidden = h
-			}
-		}
-		if err := reveal(hidden, r, src); err != nil {
-			return failedStep("revealing "+r, err)
+		if err := withPath("/dev/shm", mountShm); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return unsupportedStep("mounting a private /dev/shm", err)
 		}
 	}
 
@@ -98,11 +64,9 @@ func applyMounts(plan mountPlan) error {
 			return failedStep("binding writable "+w, err)
 		}
 	}
-
-	if err := readOnlyExcept(plan.Writable); err != nil {
+	if err := readOnlyExcept(append([]string{"/proc", "/dev/shm"}, plan.Writable...)); err != nil {
 		return err
 	}
-
 	for _, d := range plan.Pin {
 		if err := withPath(d, bindOnto); err != nil {
 			return failedStep("pinning "+d, err)
@@ -113,21 +77,136 @@ func applyMounts(plan mountPlan) error {
 			return failedStep("protecting "+q, err)
 		}
 	}
-
-	if err := withPath("/proc", func(fd int) error {
-		return unix.Mount("proc", fdPath(fd), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
-	}); err != nil {
-		return unsupportedStep("mounting a fresh /proc", err)
-	}
-	if err := withPath("/dev/shm", func(fd int) error {
-		return unix.Mount("tmpfs", fdPath(fd), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
-	}); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return unsupportedStep("mounting a private /dev/shm", err)
-	}
 	if err := unix.Chdir("/"); err != nil {
 		return failedStep("chdir /", err)
 	}
 	return nil
+}
+
+// mountProc mounts a fresh procfs, which shows only the processes of the
+// helper's PID namespace, on the place open as fd.
+func mountProc(fd int) error {
+	return unix.Mount("proc", fdPath(fd), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+}
+
+// mountShm mounts a private tmpfs for POSIX shared memory on the place open
+// as fd.
+func mountShm(fd int) error {
+	return unix.Mount("tmpfs", fdPath(fd), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
+}
+
+// rootScratch is where the new root's tmpfs is mounted while it is built,
+// in the helper's private mount namespace: a directory every system has.
+const rootScratch = "/tmp"
+
+// enterNewRoot builds the server's root in a fresh tmpfs, binds into it
+// every granted path from the host's tree (opened before anything is
+// covered), makes the links, empty directories, devices, /proc and
+// /dev/shm the plan and a program need, and pivots into it, detaching the
+// host's tree: the server's namespace then holds nothing else.
+func enterNewRoot(plan mountPlan) error {
+	type source struct {
+		path string
+		fd   int
+	}
+	var sources []source
+	defer func() {
+		for _, s := range sources {
+			unix.Close(s.fd)
+		}
+	}()
+	for _, p := range append(append([]string(nil), plan.Binds...), deviceFiles()...) {
+		fd, err := openNoSymlinks(p)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // a system directory or device this host lacks grants nothing
+			}
+			return failedStep("opening "+p, err)
+		}
+		sources = append(sources, source{p, fd})
+	}
+
+	if err := withPath(rootScratch, func(fd int) error {
+		return unix.Mount("tmpfs", fdPath(fd), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096")
+	}); err != nil {
+		return unsupportedStep("mounting the new root's tmpfs", err)
+	}
+	root, err := openNoSymlinks(rootScratch)
+	if err != nil {
+		return failedStep("opening the new root", err)
+	}
+	defer unix.Close(root)
+
+	for _, s := range sources {
+		var st unix.Stat_t
+		if err := unix.Fstat(s.fd, &st); err != nil {
+			return failedStep("fstat "+s.path, err)
+		}
+		mp, err := makeMountPoint(root, s.path, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+		if err != nil {
+			return failedStep("binding "+s.path, err)
+		}
+		t, err := cloneTree(s.fd)
+		if err == nil {
+			err = attach(t, mp)
+			unix.Close(t)
+		}
+		unix.Close(mp)
+		if err != nil {
+			return failedStep("binding "+s.path, err)
+		}
+	}
+	for _, d := range plan.Empty {
+		mp, err := makeMountPoint(root, d, true)
+		if err != nil {
+			return failedStep("making "+d, err)
+		}
+		unix.Close(mp)
+	}
+	links := map[string]string{
+		"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
+		"/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2",
+	}
+	for l, target := range plan.Links {
+		links[l] = target
+	}
+	for l, target := range links {
+		dir, err := makeMountPoint(root, filepath.Dir(l), true)
+		if err != nil {
+			return failedStep("making link "+l, err)
+		}
+		err = unix.Symlinkat(target, dir, filepath.Base(l))
+		unix.Close(dir)
+		if err != nil && err != unix.EEXIST {
+			return failedStep("making link "+l, err)
+		}
+	}
+	for _, m := range []struct {
+		path  string
+		mount func(int) error
+	}{{"/proc", mountProc}, {"/dev/shm", mountShm}} {
+		mp, err := makeMountPoint(root, m.path, true)
+		if err == nil {
+			err = m.mount(mp)
+			unix.Close(mp)
+		}
+		if err != nil {
+			return unsupportedStep("mounting "+m.path, err)
+		}
+	}
+
+	// pivot_root(".", ".") stacks the old root on the new one; detaching
+	// it leaves the new root alone in the namespace.
+	if err := unix.Fchdir(root); err != nil {
+		return failedStep("entering the new root", err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return unsupportedStep("pivot_root", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return unsupportedStep("detaching the host's tree", err)
+	}
+	return unix.Chdir("/")
 }
 
 // withPath opens p without following symbolic links and calls f with the
@@ -185,27 +264,20 @@ func bindReadOnlyOnto(fd int) error {
 	return attach(t, fd)
 }
 
-// reveal makes a mount point for r in the tmpfs now covering hidden, its
-// ancestor (the directories leading to it, then an empty directory or
-// file), and binds the original, open as src, there. Everything it creates
-// is in that fresh tmpfs, where nothing else can have made links; the
-// host's own tree is not touched.
-func reveal(hidden, r string, src int) error {
-	rel, err := filepath.Rel(hidden, r)
-	if err != nil || hidden == "" || rel == "." || strings.HasPrefix(rel, "..") {
-		return fmt.Errorf("%s is not beneath a hidden directory (%q)", r, hidden)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(src, &st); err != nil {
-		return fmt.Errorf("fstat: %w", err)
-	}
-	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-	dir, err := openNoSymlinks(hidden)
+// makeMountPoint makes the directories leading to p (absolute) beneath
+// root, then p itself, an empty directory or file, and returns it opened
+// as an O_PATH descriptor. Everything it creates is in the fresh tmpfs at
+// root, where nothing else can have made links; the host's own tree is not
+// touched.
+func makeMountPoint(root int, p string, isDir bool) (int, error) {
+	dir, err := unix.Dup(root)
 	if err != nil {
-		return err
+		return -1, err
 	}
-	defer func() { unix.Close(dir) }()
-	parts := strings.Split(rel, "/")
+	if p == "/" {
+		return dir, nil
+	}
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for i, name := range parts {
 		if !isDir && i == len(parts)-1 {
 			var fd int
@@ -217,24 +289,20 @@ func reveal(hidden, r string, src int) error {
 			err = unix.Mkdirat(dir, name, 0o755)
 		}
 		if err != nil && err != unix.EEXIST {
-			return fmt.Errorf("making mount point %s: %w", filepath.Join(hidden, filepath.Join(parts[:i+1]...)), err)
+			unix.Close(dir)
+			return -1, fmt.Errorf("making %s: %w", "/"+filepath.Join(parts[:i+1]...), err)
 		}
 		next, err := unix.Openat2(dir, name, &unix.OpenHow{
 			Flags:   unix.O_PATH | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
 		})
-		if err != nil {
-			return fmt.Errorf("opening mount point %s: %w", filepath.Join(hidden, filepath.Join(parts[:i+1]...)), err)
-		}
 		unix.Close(dir)
+		if err != nil {
+			return -1, fmt.Errorf("opening %s: %w", "/"+filepath.Join(parts[:i+1]...), err)
+		}
 		dir = next
 	}
-	t, err := cloneTree(src)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(t)
-	return attach(t, dir)
+	return dir, nil
 }
 
 // readOnlyExcept makes every mount of the namespace read-only except those

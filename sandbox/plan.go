@@ -9,15 +9,26 @@ import (
 // mountPlan is what the helper does in its mount namespace, in this order.
 // It is computed from a spec by planMounts, a pure function, so that the
 // decisions can be tested without mounting anything.
+//
+// The server's view is a new root: an empty tmpfs into which only what the
+// server may use is bound, at the same paths as on the host. Whatever is
+// not granted does not exist for it: stat(2) and connect(2) to a unix
+// socket find nothing, and /proc/self/mountinfo lists only these mounts.
 type mountPlan struct {
-	// Hide are directories covered with an empty tmpfs, which is made
-	// read-only once the Reveal mount points have been made in it. They
-	// hide what a path-based rule cannot: listening unix sockets (an SSH
-	// agent, a Docker daemon) that Landlock ABI 7 does not mediate.
-	Hide []string
-	// Reveal are granted paths beneath a Hide directory, bound back from
-	// the original tree at the same place.
-	Reveal []string
+	// NewRoot is false only when / itself is granted: then the host's
+	// tree is the view, as granted.
+	NewRoot bool
+	// Binds are the granted paths (the outermost of Read and Write, /proc
+	// aside, which is mounted fresh) bound from the host's tree into the
+	// new root, outer paths first.
+	Binds []string
+	// Links are symbolic links made in the new root, path to target, for
+	// the system paths that are links on the host (/bin -> usr/bin).
+	Links map[string]string
+	// Empty are directories made, empty and read-only, in the new root
+	// where nothing granted puts them (the home directory): they exist,
+	// as a program expects, and show nothing.
+	Empty []string
 	// Writable are the writable roots, each bound onto itself so that it
 	// stays writable when every other mount is made read-only.
 	Writable []string
@@ -33,27 +44,40 @@ type mountPlan struct {
 
 // planMounts computes the mount plan for s.
 func planMounts(s *spec) (mountPlan, error) {
-	var p mountPlan
-	granted := append(append([]string(nil), s.Read...), s.Write...)
-
-	// A directory that is itself granted (or lies in a granted directory)
-	// is not hidden: granting it means the server may see it.
-	for _, h := range outermost(s.Hide) {
-		if h == "/" {
-			return mountPlan{}, fmt.Errorf("cannot hide /")
+	p := mountPlan{NewRoot: true}
+	var granted []string
+	for _, g := range append(append([]string(nil), s.Read...), s.Write...) {
+		if g == "/" {
+			p.NewRoot = false
 		}
-		if underAny(h, granted) {
-			continue
+		if isUnder(g, "/proc") {
+			continue // a fresh /proc is mounted; nothing of the host's
 		}
-		p.Hide = append(p.Hide, h)
+		granted = append(granted, g)
 	}
-	var reveal []string
-	for _, g := range granted {
-		if underAny(g, p.Hide) {
-			reveal = append(reveal, g)
+	if p.NewRoot {
+		p.Binds = outermost(granted)
+		sort.Strings(p.Binds)
+		for l, target := range s.Links {
+			if underAny(l, p.Binds) {
+				continue // the bound tree has it as the host does
+			}
+			if p.Links == nil {
+				p.Links = make(map[string]string)
+			}
+			p.Links[l] = target
 		}
+		for _, h := range outermost(s.Hide) {
+			if h == "/" {
+				return mountPlan{}, fmt.Errorf("cannot hide /")
+			}
+			if underAny(h, p.Binds) || p.Links[h] != "" {
+				continue
+			}
+			p.Empty = append(p.Empty, h)
+		}
+		sort.Strings(p.Empty)
 	}
-	p.Reveal = outermost(reveal)
 	p.Writable = outermost(s.Write)
 
 	pins := make(map[string]bool)
@@ -71,9 +95,6 @@ func planMounts(s *spec) (mountPlan, error) {
 			// Nothing writable lies above q, so the server cannot write,
 			// rename or replace it anyway.
 			continue
-		}
-		if underAny(q, p.Hide) && !underAny(q, p.Reveal) {
-			continue // invisible to the server
 		}
 		for d := filepath.Dir(q); d != root && isUnder(d, root); d = filepath.Dir(d) {
 			pins[d] = true

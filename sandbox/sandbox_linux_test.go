@@ -118,8 +118,8 @@ func TestFilesystem(t *testing.T) {
 		{name: "truncate a read path", op: "truncate", args: []string{notes}, errnos: []string{"EROFS", "EACCES"}},
 		{name: "chmod its own program", op: "chmod", args: []string{hostilePath()}, errnos: []string{"EROFS"}},
 		{name: "write its program's directory", op: "write", args: []string{filepath.Join(fixtureDir, "planted")}},
-		// Visible but not granted: only Landlock stands in the way.
-		{name: "list /var (Landlock)", op: "readdir", args: []string{"/var"}, errnos: []string{"EACCES"}},
+		// Not granted: not in its view at all.
+		{name: "list /var (not in its view)", op: "readdir", args: []string{"/var"}, errnos: []string{"ENOENT"}},
 		{name: "write /proc/self/comm (Landlock)", op: "write", args: []string{"/proc/self/comm"}, errnos: []string{"EACCES"}},
 	})
 	// A link the server plants in its worktree does not lead outside.
@@ -171,7 +171,7 @@ func TestLandlockABIs(t *testing.T) {
 				{name: "write a read path", op: "write", args: []string{filepath.Join(ro, "f")}, errnos: []string{"EROFS", "EACCES"}},
 				{name: "truncate a read path", op: "truncate", args: []string{filepath.Join(ro, "f")}, errnos: []string{"EROFS", "EACCES"}},
 				{name: "write /proc/self/comm", op: "write", args: []string{"/proc/self/comm"}, errnos: []string{"EACCES"}},
-				{name: "list /var", op: "readdir", args: []string{"/var"}, errnos: []string{"EACCES"}},
+				{name: "list / (Landlock)", op: "readdir", args: []string{"/"}, errnos: []string{"EACCES"}},
 			})
 			if got, _ := os.ReadFile(filepath.Join(ro, "f")); string(got) != "keep" {
 				t.Errorf("read-only file is now %q", got)
@@ -398,6 +398,74 @@ func TestPrivileges(t *testing.T) {
 		ops = append(ops, op{name: "signal its init", op: "kill", args: []string{"1", strconv.Itoa(int(syscall.SIGTERM))}, errnos: []string{"EPERM"}})
 	}
 	s.check(t, ops)
+}
+
+// TestView: the server's filesystem holds only what it may use. A host
+// path outside its grants does not exist for it (stat finds nothing), a
+// listening unix socket there cannot be reached by path, and its
+// mountinfo lists only its own few mounts.
+func TestView(t *testing.T) {
+	requireConfinement(t)
+	wt := t.TempDir()
+	home := t.TempDir()
+	mkfile(t, filepath.Join(home, ".ssh", "id_ed25519"), "SECRET KEY")
+	outside := t.TempDir()
+	mkfile(t, filepath.Join(outside, "secret"), "SECRET")
+	// A service's socket outside every hidden directory of old: /var/lib.
+	var lib string
+	if d, err := os.MkdirTemp("/var/lib", "mcphost-test-"); err != nil {
+		t.Logf("no directory in /var/lib (%v): the socket there is not tested", err)
+	} else {
+		t.Cleanup(func() { os.RemoveAll(d) })
+		lib = filepath.Join(d, "daemon.sock")
+		listenUnix(t, lib)
+	}
+	for _, network := range []bool{false, true} {
+		t.Run(fmt.Sprintf("network=%v", network), func(t *testing.T) {
+			s := startHostile(t, Config{
+				Worktree: wt,
+				Network:  network,
+				HostEnv:  []string{"PATH=/usr/bin:/bin", "HOME=" + home},
+			})
+			ops := []op{
+				{name: "stat its worktree", op: "stat", args: []string{wt}, ok: true},
+				{name: "stat /usr/bin/env", op: "stat", args: []string{"/usr/bin/env"}, ok: true},
+				{name: "stat /bin (a link on merged-/usr hosts)", op: "stat", args: []string{"/bin"}, ok: true},
+				{name: "run /bin/sh", op: "exec", args: []string{"/bin/sh", "-c", "true"}, ok: true},
+				{name: "stat a file outside", op: "stat", args: []string{filepath.Join(outside, "secret")}, errnos: []string{"ENOENT"}},
+				{name: "stat a directory outside", op: "stat", args: []string{outside}, errnos: []string{"ENOENT"}},
+				{name: "stat a secret in HOME", op: "stat", args: []string{filepath.Join(home, ".ssh")}, errnos: []string{"ENOENT"}},
+				{name: "stat /var", op: "stat", args: []string{"/var"}, errnos: []string{"ENOENT"}},
+				{name: "stat /var/lib", op: "stat", args: []string{"/var/lib"}, errnos: []string{"ENOENT"}},
+				{name: "stat /run", op: "stat", args: []string{"/run"}, errnos: []string{"ENOENT"}},
+			}
+			if lib != "" {
+				ops = append(ops,
+					op{name: "stat a socket in /var/lib", op: "stat", args: []string{lib}, errnos: []string{"ENOENT"}},
+					op{name: "connect a socket in /var/lib", op: "unix", args: []string{lib}})
+			}
+			s.check(t, ops)
+
+			// Its mounts: the new root and what is bound into it, nothing
+			// of the host's other mounts.
+			allowed := append(canonicalExisting(systemReadPaths()), "/", "/dev", "/proc", wt, s.p.TempDir(), fixtureDir)
+			for _, mp := range mountPoints(t, s.must("read", "/proc/self/mountinfo").Out) {
+				if !underAny(mp, allowed) {
+					t.Errorf("its mountinfo shows %s", mp)
+				}
+			}
+		})
+	}
+}
+
+// mountPoints parses the mount points out of a mountinfo text.
+func mountPoints(t *testing.T, mountinfo string) []string {
+	t.Helper()
+	mps, err := parseMountPoints(strings.NewReader(mountinfo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mps
 }
 
 // TestNoUserNamespace: a server can create no user namespace, with the

@@ -41,8 +41,14 @@ type spec struct {
 	// MaxABI, when positive, makes the helper use at most this Landlock
 	// ABI (tests use it to exercise the paths for older kernels).
 	MaxABI int `json:"max_abi,omitempty"`
-	// Hide lists directories covered with an empty read-only tmpfs.
+	// Hide lists directories the server sees empty and read-only unless a
+	// grant shows them (the home directory, /tmp): in the server's new
+	// root they are made as empty directories. Every other path that is
+	// not granted does not exist there at all.
 	Hide []string `json:"hide,omitempty"`
+	// Links are the symbolic links made in the new root, path to target:
+	// the system paths that are links on the host (/bin -> usr/bin).
+	Links map[string]string `json:"links,omitempty"`
 	// Read lists files and directories the server may read and execute.
 	Read []string `json:"read,omitempty"`
 	// Write lists directories and files the server may read, write,
@@ -137,6 +143,14 @@ func (s *spec) check() error {
 	}
 	if s.MaxABI < 0 {
 		return fmt.Errorf("negative max_abi %d", s.MaxABI)
+	}
+	for l, target := range s.Links {
+		if !isCanonical(l) || l == "/" {
+			return fmt.Errorf("link path %q is not a clean absolute path", l)
+		}
+		if target == "" || strings.ContainsRune(target, 0) {
+			return fmt.Errorf("link %s has a bad target %q", l, target)
+		}
 	}
 	for _, list := range []struct {
 		name  string

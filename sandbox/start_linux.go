@@ -90,7 +90,7 @@ func Probe() (string, error) {
 		return "", err
 	}
 	hostEnv := os.Environ()
-	sp := &spec{Probe: true, Hide: hideCandidates(hostEnv)}
+	sp := &spec{Probe: true, Hide: emptyDirs(hostEnv), Links: systemLinks()}
 	sp.Read = canonicalExisting(systemReadPaths())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -147,6 +147,42 @@ func useUserNS() bool {
 // from: programs, libraries, configuration, and the fresh /proc and /sys.
 func systemReadPaths() []string {
 	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys"}
+}
+
+// emptyDirs are the directories the server sees empty unless granted: the
+// home directories, which programs expect to exist. (Every other path that
+// is not granted does not exist in the server's view.)
+func emptyDirs(hostEnv []string) []string {
+	sys := canonicalExisting(systemReadPaths())
+	var out []string
+	for _, h := range canonicalExisting(homeDirs(hostEnv)) {
+		if h != "/" && !anyUnder(sys, h) {
+			out = append(out, h)
+		}
+	}
+	return outermost(out)
+}
+
+// systemLinks returns the system read paths that are symbolic links on
+// this host (/bin -> usr/bin on a merged /usr), each with its target as
+// written, for the helper to make the same links in the server's root.
+func systemLinks() map[string]string {
+	var links map[string]string
+	for _, p := range systemReadPaths() {
+		st, err := os.Lstat(p)
+		if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		target, err := os.Readlink(p)
+		if err != nil || target == "" {
+			continue
+		}
+		if links == nil {
+			links = make(map[string]string)
+		}
+		links[p] = target
+	}
+	return links
 }
 
 // hideCandidates are the directories covered by an empty tmpfs in the
@@ -381,7 +417,8 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 		}
 	}
 	s.Read = readOnly
-	s.Hide = hide
+	s.Hide = emptyDirs(hostEnv)
+	s.Links = systemLinks()
 
 	for _, q := range cfg.Protect {
 		c, err := protectPath(q, s.Write)

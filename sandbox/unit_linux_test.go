@@ -247,7 +247,7 @@ func TestSpecRoundTrip(t *testing.T) {
 		Path: "/usr/bin/node", Argv: []string{"node", "server.js"}, Env: []string{"A=1", "TMPDIR=/tmp/x"},
 		Dir: "/w", Network: true, MaxABI: 3,
 		Hide: []string{"/tmp", "/home"}, Read: []string{"/usr", "/home/u/.cache"}, Write: []string{"/w", "/tmp/x"},
-		Protect: []string{"/w/.state"},
+		Protect: []string{"/w/.state"}, Links: map[string]string{"/bin": "usr/bin"},
 	}
 	b, err := encodeSpec(s)
 	if err != nil {
@@ -345,24 +345,32 @@ func TestPlanMounts(t *testing.T) {
 			name: "worktree and temp dir in /tmp, read path in home",
 			s: spec{
 				Hide:  []string{"/tmp", "/home", "/home/u", "/run"},
-				Read:  []string{"/usr", "/home/u/.cache/notes", "/tmp/fixtures"},
+				Read:  []string{"/usr", "/home/u/.cache/notes", "/tmp/fixtures", "/proc"},
 				Write: []string{"/tmp/w", "/tmp/mcphost-x"},
+				Links: map[string]string{"/bin": "usr/bin", "/usr/lib/x": "y"},
 			},
 			want: mountPlan{
-				Hide:     []string{"/home", "/run", "/tmp"},
-				Reveal:   []string{"/home/u/.cache/notes", "/tmp/fixtures", "/tmp/mcphost-x", "/tmp/w"},
+				NewRoot:  true,
+				Binds:    []string{"/home/u/.cache/notes", "/tmp/fixtures", "/tmp/mcphost-x", "/tmp/w", "/usr"},
+				Links:    map[string]string{"/bin": "usr/bin"},
+				Empty:    []string{"/home", "/run", "/tmp"},
 				Writable: []string{"/tmp/mcphost-x", "/tmp/w"},
 			},
 		},
 		{
-			name: "a granted directory is not hidden",
+			name: "a granted directory is not made empty",
 			s:    spec{Hide: []string{"/tmp", "/home"}, Read: []string{"/home"}, Write: []string{"/srv/w"}},
-			want: mountPlan{Hide: []string{"/tmp"}, Writable: []string{"/srv/w"}},
+			want: mountPlan{NewRoot: true, Binds: []string{"/home", "/srv/w"}, Empty: []string{"/tmp"}, Writable: []string{"/srv/w"}},
 		},
 		{
-			name: "nested grants are revealed once",
+			name: "nested grants are bound once",
 			s:    spec{Hide: []string{"/home"}, Read: []string{"/home/u/proj/vendor"}, Write: []string{"/home/u/proj"}},
-			want: mountPlan{Hide: []string{"/home"}, Reveal: []string{"/home/u/proj"}, Writable: []string{"/home/u/proj"}},
+			want: mountPlan{NewRoot: true, Binds: []string{"/home/u/proj"}, Empty: []string{"/home"}, Writable: []string{"/home/u/proj"}},
+		},
+		{
+			name: "granting / keeps the host's tree",
+			s:    spec{Hide: []string{"/tmp"}, Read: []string{"/"}, Write: []string{"/w"}, Links: map[string]string{"/bin": "usr/bin"}},
+			want: mountPlan{Writable: []string{"/w"}},
 		},
 		{
 			name: "protected paths and the directories pinned above them",
@@ -371,15 +379,12 @@ func TestPlanMounts(t *testing.T) {
 				Protect: []string{"/w/agent.toml", "/w/a/b/c", "/w/a/d", "/elsewhere", "/w/a/b/c/inner"},
 			},
 			want: mountPlan{
+				NewRoot:  true,
+				Binds:    []string{"/w", "/x"},
 				Writable: []string{"/w", "/x"},
 				Pin:      []string{"/w/a", "/w/a/b"},
 				Protect:  []string{"/w/a/b/c", "/w/a/d", "/w/agent.toml"},
 			},
-		},
-		{
-			name: "a protected path hidden from the server needs nothing",
-			s:    spec{Hide: []string{"/tmp"}, Write: []string{"/tmp/w"}, Read: []string{"/tmp/w"}, Protect: []string{"/tmp/other/state"}},
-			want: mountPlan{Hide: []string{"/tmp"}, Reveal: []string{"/tmp/w"}, Writable: []string{"/tmp/w"}},
 		},
 		{
 			name:    "protect containing a writable path",

@@ -124,6 +124,12 @@ func do(req request) reply {
 	case "read":
 		b, err := os.ReadFile(a0)
 		return result(string(b), err)
+	case "stat":
+		st, err := os.Lstat(a0)
+		if err != nil {
+			return fail(err)
+		}
+		return result(fmt.Sprintf("%v %d", st.Mode(), st.Size()), nil)
 	case "readdir":
 		ents, err := os.ReadDir(a0)
 		var names []string
