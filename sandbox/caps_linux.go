@@ -18,9 +18,12 @@ const (
 // dropCapabilities removes every capability from the calling thread and
 // from whatever it execs, for root too: it locks the securebits that would
 // give root capabilities back on exec, empties the bounding and ambient
-// sets, then clears the effective, permitted and inheritable sets. Like
-// everything the helper does to confine, this is per thread.
-func dropCapabilities() error {
+// sets, then clears the effective, permitted and inheritable sets. With
+// runAs not zero it also makes runAs the thread's every user and group ID,
+// with no supplementary groups. Like everything the helper does to
+// confine, this is per thread: the raw system calls change the calling
+// thread's credentials only (Go's syscall.Setuid would change all).
+func dropCapabilities(runAs uint32) error {
 	bits := secbitNoroot | secbitNorootLocked | secbitKeepCapsLocked |
 		secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil {
@@ -39,6 +42,18 @@ func dropCapabilities() error {
 		}
 		if err != nil {
 			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
+		}
+	}
+	if runAs != 0 {
+		id := uintptr(runAs)
+		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+			return fmt.Errorf("setgroups: %w", e)
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, id, id, id); e != 0 {
+			return fmt.Errorf("setresgid(%d): %w", runAs, e)
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, id, id, id); e != 0 {
+			return fmt.Errorf("setresuid(%d): %w", runAs, e)
 		}
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {

@@ -25,6 +25,7 @@ const helperArg0 = "mcphost-sandbox-helper"
 const (
 	helperSpecFD   = 3 // the spec, then a lifeline: EOF means "stop"
 	helperReportFD = 4 // reports from the helper, one JSON object a line
+	helperIdmapFD  = 5 // the first idmapped mount tree (spec.Idmap), if any
 )
 
 // init turns this process into the sandbox helper when, and only when, it
@@ -37,10 +38,15 @@ const (
 // program that imports the package, go test binaries included, serve as
 // its own helper without a line in main.
 func init() {
-	if len(os.Args) != 1 || os.Args[0] != helperArg0 {
+	if len(os.Args) != 1 {
 		return
 	}
-	os.Exit(helperMain())
+	switch os.Args[0] {
+	case helperArg0:
+		os.Exit(helperMain())
+	case userNSArg0:
+		holdUserNS()
+	}
 }
 
 // Exit codes of the helper when it fails before the server runs; the
@@ -127,6 +133,9 @@ func confinement(abi int, s *spec, userNS bool) string {
 	if userNS {
 		parts = append(parts, "userns")
 	}
+	if s.RunAs != 0 {
+		parts = append(parts, "unprivileged")
+	}
 	parts = append(parts, "pidns", "mntns", "ipcns")
 	if !s.Network {
 		parts = append(parts, "netns")
@@ -172,7 +181,11 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 		h.fail(failedStep("planning mounts", err))
 		return exitNoConfin
 	}
-	if err := applyMounts(plan); err != nil {
+	idmapped := make(map[string]int, len(s.Idmap))
+	for i, p := range s.Idmap {
+		idmapped[p] = helperIdmapFD + i
+	}
+	if err := applyMounts(plan, idmapped); err != nil {
 		h.fail(err)
 		return exitNoConfin
 	}
@@ -223,7 +236,7 @@ func confineAndStart(s *spec, rules []llRule, abi int) (int, error) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return 0, unsupportedStep("prctl(PR_SET_NO_NEW_PRIVS)", err)
 	}
-	if err := dropCapabilities(); err != nil {
+	if err := dropCapabilities(s.RunAs); err != nil {
 		return 0, unsupportedStep("dropping capabilities", err)
 	}
 	rs, err := newRuleset(abi, s.Network)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -41,16 +42,24 @@ func failedStep(step string, err error) error {
 // /proc ends up read-only. Landlock already denies writing there, but it
 // does not mediate chmod, chown, utimes or extended attributes, nor
 // truncate below ABI 3: a read-only mount refuses all of them.
-func applyMounts(plan mountPlan) error {
+//
+// idmapped maps granted paths to the descriptors of the idmapped trees the
+// host passed for them: those are bound in place of the plain tree.
+func applyMounts(plan mountPlan, idmapped map[string]int) error {
 	// Nothing done here may propagate back to the host's namespace.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return unsupportedStep("making mounts private", err)
 	}
 	if plan.NewRoot {
-		if err := enterNewRoot(plan); err != nil {
+		if err := enterNewRoot(plan, idmapped); err != nil {
 			return err
 		}
 	} else {
+		for p, fd := range idmapped {
+			if err := withPath(p, func(target int) error { return attach(fd, target) }); err != nil {
+				return failedStep("binding "+p, err)
+			}
+		}
 		if err := withPath("/proc", mountProc); err != nil {
 			return unsupportedStep("mounting a fresh /proc", err)
 		}
@@ -104,10 +113,11 @@ const rootScratch = "/tmp"
 // covered), makes the links, empty directories, devices, /proc and
 // /dev/shm the plan and a program need, and pivots into it, detaching the
 // host's tree: the server's namespace then holds nothing else.
-func enterNewRoot(plan mountPlan) error {
+func enterNewRoot(plan mountPlan, idmapped map[string]int) error {
 	type source struct {
-		path string
-		fd   int
+		path     string
+		fd       int
+		idmapped bool // fd is a detached tree to attach as it is
 	}
 	var sources []source
 	defer func() {
@@ -116,6 +126,9 @@ func enterNewRoot(plan mountPlan) error {
 		}
 	}()
 	for _, p := range append(append([]string(nil), plan.Binds...), deviceFiles()...) {
+		if _, ok := idmapped[p]; ok {
+			continue
+		}
 		fd, err := openNoSymlinks(p)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
@@ -123,7 +136,21 @@ func enterNewRoot(plan mountPlan) error {
 			}
 			return failedStep("opening "+p, err)
 		}
-		sources = append(sources, source{p, fd})
+		sources = append(sources, source{p, fd, false})
+	}
+	// The idmapped trees, after the plain binds (outer paths first): one
+	// may lie within a bound system directory.
+	var idm []string
+	for p := range idmapped {
+		idm = append(idm, p)
+	}
+	sort.Strings(idm)
+	for _, p := range idm {
+		fd, err := unix.Dup(idmapped[p])
+		if err != nil {
+			return failedStep("binding "+p, err)
+		}
+		sources = append(sources, source{p, fd, true})
 	}
 
 	if err := withPath(rootScratch, func(fd int) error {
@@ -146,10 +173,15 @@ func enterNewRoot(plan mountPlan) error {
 		if err != nil {
 			return failedStep("binding "+s.path, err)
 		}
-		t, err := cloneTree(s.fd)
-		if err == nil {
-			err = attach(t, mp)
-			unix.Close(t)
+		if s.idmapped {
+			err = attach(s.fd, mp)
+		} else {
+			var t int
+			t, err = cloneTree(s.fd)
+			if err == nil {
+				err = attach(t, mp)
+				unix.Close(t)
+			}
 		}
 		unix.Close(mp)
 		if err != nil {

@@ -468,6 +468,79 @@ func mountPoints(t *testing.T, mountinfo string) []string {
 	return mps
 }
 
+// TestRootHostUnprivileged: a root host's server does not act as root. It
+// runs as ServerID, so root-only files under the paths it may read are
+// closed to it, while it still uses its worktree, TMPDIR and grants as
+// their owner, and what it creates there belongs on disk to that owner.
+func TestRootHostUnprivileged(t *testing.T) {
+	conf := requireConfinement(t)
+	if !dropsRoot() {
+		t.Skip("the host is not root: its servers run as the user already (TestNonRoot)")
+	}
+	if !strings.Contains(conf, "+unprivileged") {
+		t.Errorf("confinement %q does not say the server is unprivileged", conf)
+	}
+	wt := t.TempDir() // root's, mode 0700
+	mkfile(t, filepath.Join(wt, "own"), "the person's")
+	if err := os.Chmod(filepath.Join(wt, "own"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A root-only file in a system directory the server may read.
+	sysDir, err := os.MkdirTemp("/opt", "mcphost-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sysDir) })
+	os.Chmod(sysDir, 0o755)
+	rootOnly := filepath.Join(sysDir, "key")
+	mkfile(t, rootOnly, "ROOT SECRET")
+	os.Chmod(rootOnly, 0o600)
+	// A granted directory of another owner, and one of root's.
+	other := t.TempDir()
+	os.Chown(other, 1234, 1234)
+	granted := t.TempDir()
+	mkfile(t, filepath.Join(granted, "cfg"), "granted")
+	os.Chmod(filepath.Join(granted, "cfg"), 0o600)
+
+	s := startHostile(t, Config{Worktree: wt, Read: []string{granted}, Write: []string{other}})
+	ops := []op{
+		{name: "read a root-only file in /opt", op: "read", args: []string{rootOnly}, errnos: []string{"EACCES"}},
+		{name: "read a 0600 file of the worktree", op: "read", args: []string{filepath.Join(wt, "own")}, ok: true},
+		{name: "write the worktree", op: "write", args: []string{filepath.Join(wt, "made")}, ok: true},
+		{name: "mkdir in the worktree", op: "mkdir", args: []string{filepath.Join(wt, "dir")}, ok: true},
+		{name: "write TMPDIR", op: "write", args: []string{filepath.Join(s.p.TempDir(), "x")}, ok: true},
+		{name: "write another owner's write grant", op: "write", args: []string{filepath.Join(other, "x")}, ok: true},
+		{name: "read a 0600 file of a read grant", op: "read", args: []string{filepath.Join(granted, "cfg")}, ok: true},
+	}
+	if _, err := os.Stat("/etc/shadow"); err == nil {
+		ops = append(ops, op{name: "read /etc/shadow", op: "read", args: []string{"/etc/shadow"}, errnos: []string{"EACCES"}})
+	}
+	s.check(t, ops)
+	status := s.must("status").Out
+	want := strconv.Itoa(ServerID)
+	for _, field := range []string{"Uid", "Gid"} {
+		if got := strings.Fields(statusField(status, field)); len(got) != 4 || got[0] != want || got[1] != want || got[2] != want || got[3] != want {
+			t.Errorf("%s: %v, want %s four times", field, got, want)
+		}
+	}
+	if got := statusField(status, "Groups"); got != "" {
+		t.Errorf("supplementary groups %q, want none", got)
+	}
+	for _, f := range []struct {
+		path     string
+		uid, gid uint32
+	}{{filepath.Join(wt, "made"), 0, 0}, {filepath.Join(wt, "dir"), 0, 0}, {filepath.Join(other, "x"), 1234, 1234}} {
+		st, err := os.Stat(f.path)
+		if err != nil {
+			t.Errorf("%s: %v", f.path, err)
+			continue
+		}
+		if sys := st.Sys().(*syscall.Stat_t); sys.Uid != f.uid || sys.Gid != f.gid {
+			t.Errorf("%s is owned by %d:%d, want %d:%d (its directory's owner)", f.path, sys.Uid, sys.Gid, f.uid, f.gid)
+		}
+	}
+}
+
 // TestNoUserNamespace: a server can create no user namespace, with the
 // network off or on: inside one it would hold every capability again, and
 // with them reach kernel code (nf_tables) that is otherwise root's.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -57,6 +58,16 @@ type spec struct {
 	// Protect lists existing paths inside Write that are made read-only
 	// and immovable.
 	Protect []string `json:"protect,omitempty"`
+	// RunAs, when not zero, is the user and group ID the server runs as
+	// (ServerID, for a root host); 0 keeps the helper's own.
+	RunAs uint32 `json:"run_as,omitempty"`
+	// Idmap lists granted paths that the helper binds from the idmapped
+	// mount trees the host passes at descriptors helperIdmapFD and up, in
+	// this order, instead of from its own view of the host's tree.
+	Idmap []string `json:"idmap,omitempty"`
+
+	// idmapFiles are those trees, on the host's side.
+	idmapFiles []*os.File
 }
 
 // encodeSpec returns the bytes the host writes to the helper's spec pipe.
@@ -155,7 +166,7 @@ func (s *spec) check() error {
 	for _, list := range []struct {
 		name  string
 		paths []string
-	}{{"hide", s.Hide}, {"read", s.Read}, {"write", s.Write}, {"protect", s.Protect}} {
+	}{{"idmap", s.Idmap}, {"hide", s.Hide}, {"read", s.Read}, {"write", s.Write}, {"protect", s.Protect}} {
 		for _, p := range list.paths {
 			if !isCanonical(p) {
 				return fmt.Errorf("%s path %q is not a clean absolute path", list.name, p)

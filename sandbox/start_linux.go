@@ -70,7 +70,16 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		return nil, err
 	}
 	sp.MaxABI = opts.maxABI
+	if !cfg.Off && dropsRoot() {
+		if err := runUnprivileged(sp); err != nil {
+			removeAll(tmp)
+			return nil, unsupported(cfg.Name, err.Error()+"; or run the host as an ordinary user")
+		}
+	}
 	p, err := launch(ctx, cfg.Name, sp, useUserNS(), cfg.Stderr, opts)
+	for _, f := range sp.idmapFiles {
+		f.Close()
+	}
 	if err != nil {
 		removeAll(tmp)
 		return nil, err
@@ -92,6 +101,9 @@ func Probe() (string, error) {
 	hostEnv := os.Environ()
 	sp := &spec{Probe: true, Hide: emptyDirs(hostEnv), Links: systemLinks()}
 	sp.Read = canonicalExisting(systemReadPaths())
+	if dropsRoot() {
+		sp.RunAs = ServerID
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, err := launch(ctx, "", sp, useUserNS(), nil, startOptions{})
@@ -147,6 +159,33 @@ func useUserNS() bool {
 // from: programs, libraries, configuration, and the fresh /proc and /sys.
 func systemReadPaths() []string {
 	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys"}
+}
+
+// runUnprivileged makes the server of sp run as ServerID, with every
+// granted path outside the system directories shown through an idmapped
+// mount that maps its owner to ServerID (see ServerID).
+func runUnprivileged(sp *spec) error {
+	sp.RunAs = ServerID
+	sys := canonicalExisting(systemReadPaths())
+	var paths []string
+	for _, p := range append(append([]string(nil), sp.Write...), sp.Read...) {
+		if !underAny(p, sys) {
+			paths = append(paths, p)
+		}
+	}
+	for _, p := range paths {
+		f, err := idmappedTree(p)
+		if err != nil {
+			for _, f := range sp.idmapFiles {
+				f.Close()
+			}
+			sp.idmapFiles = nil
+			return err
+		}
+		sp.Idmap = append(sp.Idmap, p)
+		sp.idmapFiles = append(sp.idmapFiles, f)
+	}
+	return nil
 }
 
 // emptyDirs are the directories the server sees empty unless granted: the
@@ -631,7 +670,7 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			Stdin:       stdinR,
 			Stdout:      stdoutW,
 			Stderr:      stderrW,
-			ExtraFiles:  []*os.File{specR, repW},
+			ExtraFiles:  append([]*os.File{specR, repW}, sp.idmapFiles...),
 			SysProcAttr: attr,
 		}
 	}
