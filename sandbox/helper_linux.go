@@ -173,6 +173,14 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 		h.fail(unsupportedStep("seccomp", fmt.Errorf("no filter for GOARCH=%s", runtime.GOARCH)))
 		return exitNoConfin
 	}
+	// Join the server's cgroups first, while the host's /sys is in view,
+	// so that the server is counted from its first process on.
+	for _, d := range s.Cgroups {
+		if err := os.WriteFile(d+"/cgroup.procs", []byte("0"), 0); err != nil {
+			h.fail(failedStep("joining the cgroup "+d, err))
+			return exitNoConfin
+		}
+	}
 	// Read before the fresh /proc hides nothing relevant, but while the
 	// helper still has the original one for certain.
 	userNS := inUserNS()
@@ -257,6 +265,21 @@ func confineAndStart(s *spec, rules []llRule, abi int) (int, error) {
 	}
 	if s.Probe {
 		return 0, nil
+	}
+	// Limits are a process's, not a thread's: set here, just before the
+	// server is forked, they bind the helper too, which forks nothing else.
+	for _, l := range []struct {
+		resource int
+		name     string
+		value    int64
+	}{{unix.RLIMIT_NPROC, "RLIMIT_NPROC", int64(s.NProc)}, {unix.RLIMIT_DATA, "RLIMIT_DATA", s.Data}} {
+		if l.value <= 0 {
+			continue
+		}
+		lim := unix.Rlimit{Cur: uint64(l.value), Max: uint64(l.value)}
+		if err := unix.Prlimit(0, l.resource, &lim, nil); err != nil {
+			return 0, unsupportedStep("setting "+l.name, err)
+		}
 	}
 	return startServer(s)
 }

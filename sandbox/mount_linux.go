@@ -104,6 +104,21 @@ func mountShm(fd int) error {
 	return unix.Mount("tmpfs", fdPath(fd), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
 }
 
+// tmpfsOptions are the mount options of a tmpfs of at most size bytes
+// (0: the kernel's default, half the memory), with mode, owned by owner
+// (0: the mounter).
+func tmpfsOptions(mode string, size int64, owner uint32) string {
+	o := "mode=" + mode
+	if size > 0 {
+		o += ",size=" + strconv.FormatInt(size, 10)
+	}
+	if owner != 0 {
+		id := strconv.FormatUint(uint64(owner), 10)
+		o += ",uid=" + id + ",gid=" + id
+	}
+	return o
+}
+
 // rootScratch is where the new root's tmpfs is mounted while it is built,
 // in the helper's private mount namespace: a directory every system has.
 const rootScratch = "/tmp"
@@ -213,10 +228,22 @@ func enterNewRoot(plan mountPlan, idmapped map[string]int) error {
 			return failedStep("making link "+l, err)
 		}
 	}
-	for _, m := range []struct {
+	shm := func(fd int) error {
+		return unix.Mount("tmpfs", fdPath(fd), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOptions("1777", plan.TmpSize, 0))
+	}
+	mounts := []struct {
 		path  string
 		mount func(int) error
-	}{{"/proc", mountProc}, {"/dev/shm", mountShm}} {
+	}{{"/proc", mountProc}, {"/dev/shm", shm}}
+	if plan.Tmp != "" {
+		mounts = append(mounts, struct {
+			path  string
+			mount func(int) error
+		}{plan.Tmp, func(fd int) error {
+			return unix.Mount("tmpfs", fdPath(fd), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOptions("0700", plan.TmpSize, plan.TmpOwner))
+		}})
+	}
+	for _, m := range mounts {
 		mp, err := makeMountPoint(root, m.path, true)
 		if err == nil {
 			err = m.mount(mp)

@@ -29,6 +29,12 @@ type mountPlan struct {
 	// where nothing granted puts them (the home directory): they exist,
 	// as a program expects, and show nothing.
 	Empty []string
+	// Tmp is the server's TMPDIR, mounted as a tmpfs of TmpSize bytes
+	// owned by TmpOwner (0: the helper's own ID) rather than bound; /dev/shm
+	// gets the same size.
+	Tmp      string
+	TmpSize  int64
+	TmpOwner uint32
 	// Writable are the writable roots, each bound onto itself so that it
 	// stays writable when every other mount is made read-only.
 	Writable []string
@@ -53,7 +59,13 @@ func planMounts(s *spec) (mountPlan, error) {
 		if isUnder(g, "/proc") {
 			continue // a fresh /proc is mounted; nothing of the host's
 		}
+		if g == s.Tmp {
+			continue // a tmpfs of its own
+		}
 		granted = append(granted, g)
+	}
+	if p.NewRoot && s.Tmp != "" {
+		p.Tmp, p.TmpSize, p.TmpOwner = s.Tmp, s.TmpSize, s.RunAs
 	}
 	if p.NewRoot {
 		p.Binds = outermost(granted)

@@ -69,6 +69,9 @@ type Config struct {
 	// Protect and Network are ignored). It is the user's explicit
 	// `sandbox = "off"`, a risk; Confinement then reports "none".
 	Off bool
+	// Limits bound the server's processes, memory and temporary space;
+	// the zero value gives the defaults (see Limits). Off ignores them.
+	Limits Limits
 	// Stderr receives the server's standard error; nil discards it. An
 	// *os.File is handed to the server as its descriptor 2 (so the server
 	// can also seek or truncate it); any other writer, such as a bounded
@@ -102,7 +105,19 @@ type Process struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	limits string // how Limits are enforced, for Limits()
+	// removeCgroup removes the server's cgroup once it is empty, and
+	// memoryHit reports whether its memory limit made the kernel kill a
+	// process of the server; both nil without a cgroup.
+	removeCgroup func() error
+	memoryHit    func() bool
+	memoryLimit  int64
 }
+
+// Limits says how the server's Limits are enforced here: by a cgroup or by
+// rlimits, with the numbers; "" for an unconfined server.
+func (p *Process) Limits() string { return p.limits }
 
 // Stdin returns the server's standard input. Closing it tells a well
 // behaved server to exit.
@@ -188,6 +203,11 @@ func (p *Process) close(grace time.Duration) error {
 		}
 	}
 	closeQuietly(p.stdout)
+	if p.removeCgroup != nil {
+		if err := p.removeCgroup(); err != nil {
+			errs = append(errs, fmt.Errorf("removing the cgroup: %w", err))
+		}
+	}
 	if p.tempDir != "" {
 		if err := removeAll(p.tempDir); err != nil {
 			errs = append(errs, fmt.Errorf("removing the temporary directory: %w", err))

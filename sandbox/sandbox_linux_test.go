@@ -541,6 +541,46 @@ func TestRootHostUnprivileged(t *testing.T) {
 	}
 }
 
+// TestLimits: a server cannot take the machine's processes, memory or
+// temporary space: past each limit it gets an error, or the kernel ends
+// what went past it, and the host says which limit.
+func TestLimits(t *testing.T) {
+	requireConfinement(t)
+	const mib = 1 << 20
+	s := startHostile(t, Config{
+		Worktree: t.TempDir(),
+		Limits:   Limits{Processes: 32, Memory: 96 * mib, Tmp: 8 * mib},
+	})
+	t.Logf("limits: %s", s.p.Limits())
+	if s.p.Limits() == "" {
+		t.Error("Limits() says nothing")
+	}
+	tmp := s.p.TempDir()
+	s.check(t, []op{
+		{name: "fork past the process limit", op: "spawn", args: []string{"100"}, errnos: []string{"EAGAIN"}},
+		{name: "fill TMPDIR past its size", op: "fill", args: []string{filepath.Join(tmp, "big"), "64"}, errnos: []string{"ENOSPC"}},
+		{name: "fill /dev/shm past its size", op: "fill", args: []string{"/dev/shm/big", "64"}, errnos: []string{"ENOSPC"}},
+		{name: "a child allocating past the memory limit", op: "exec", args: []string{hostilePath(), "alloc", "400"}},
+		{name: "the server still answers", op: "echo", args: []string{"hi"}, ok: true},
+	})
+	if !dropsRoot() {
+		return // memory is bounded per process by RLIMIT_DATA: the child's failure above
+	}
+	// With a cgroup, the kernel ends the server itself when it goes past
+	// its memory, and the exit status names the limit.
+	if err := s.in.Encode(map[string]any{"op": "alloc", "args": []string{"400"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.p.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server holds 400 MiB under a 96 MiB limit")
+	}
+	if st := s.p.ExitStatus(); !strings.Contains(st, "memory limit, 96MiB: max_memory") {
+		t.Errorf("exit status %q does not name the memory limit", st)
+	}
+}
+
 // TestNoUserNamespace: a server can create no user namespace, with the
 // network off or on: inside one it would hold every capability again, and
 // with them reach kernel code (nf_tables) that is otherwise root's.

@@ -66,6 +66,19 @@ type spec struct {
 	// this order, instead of from its own view of the host's tree.
 	Idmap []string `json:"idmap,omitempty"`
 
+	// Cgroups are cgroup directories the helper joins before it starts
+	// the server.
+	Cgroups []string `json:"cgroups,omitempty"`
+	// NProc and Data, when positive, are the RLIMIT_NPROC and RLIMIT_DATA
+	// the server starts with (where no cgroup enforces Limits).
+	NProc int   `json:"nproc,omitempty"`
+	Data  int64 `json:"data,omitempty"`
+	// Tmp is the server's TMPDIR, one of Write, which the helper mounts
+	// as a tmpfs of TmpSize bytes instead of binding it; /dev/shm gets
+	// the same size.
+	Tmp     string `json:"tmp,omitempty"`
+	TmpSize int64  `json:"tmp_size,omitempty"`
+
 	// idmapFiles are those trees, on the host's side.
 	idmapFiles []*os.File
 }
@@ -152,6 +165,12 @@ func (s *spec) check() error {
 			}
 		}
 	}
+	if s.NProc < 0 || s.Data < 0 || s.TmpSize < 0 {
+		return errors.New("negative limit")
+	}
+	if s.Tmp != "" && !isCanonical(s.Tmp) {
+		return fmt.Errorf("tmp %q is not a clean absolute path", s.Tmp)
+	}
 	if s.MaxABI < 0 {
 		return fmt.Errorf("negative max_abi %d", s.MaxABI)
 	}
@@ -166,7 +185,7 @@ func (s *spec) check() error {
 	for _, list := range []struct {
 		name  string
 		paths []string
-	}{{"idmap", s.Idmap}, {"hide", s.Hide}, {"read", s.Read}, {"write", s.Write}, {"protect", s.Protect}} {
+	}{{"cgroups", s.Cgroups}, {"idmap", s.Idmap}, {"hide", s.Hide}, {"read", s.Read}, {"write", s.Write}, {"protect", s.Protect}} {
 		for _, p := range list.paths {
 			if !isCanonical(p) {
 				return fmt.Errorf("%s path %q is not a clean absolute path", list.name, p)

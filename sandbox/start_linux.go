@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -70,19 +71,32 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		return nil, err
 	}
 	sp.MaxABI = opts.maxABI
-	if !cfg.Off && dropsRoot() {
-		if err := runUnprivileged(sp); err != nil {
-			removeAll(tmp)
-			return nil, unsupported(cfg.Name, err.Error()+"; or run the host as an ordinary user")
+	var cg *cgroup
+	limits := ""
+	if !cfg.Off {
+		if dropsRoot() {
+			if err := runUnprivileged(sp); err != nil {
+				removeAll(tmp)
+				return nil, unsupported(cfg.Name, err.Error()+"; or run the host as an ordinary user")
+			}
 		}
+		cg, limits = applyLimits(sp, cfg.Name, cfg.Limits.withDefaults())
 	}
 	p, err := launch(ctx, cfg.Name, sp, useUserNS(), cfg.Stderr, opts)
 	for _, f := range sp.idmapFiles {
 		f.Close()
 	}
 	if err != nil {
+		if cg != nil {
+			cg.remove()
+		}
 		removeAll(tmp)
 		return nil, err
+	}
+	p.limits = limits
+	if cg != nil {
+		p.removeCgroup, p.memoryHit = cg.remove, cg.oomKilled
+		p.memoryLimit = cfg.Limits.withDefaults().Memory
 	}
 	p.tempDir = tmp
 	return p, nil
@@ -161,6 +175,42 @@ func systemReadPaths() []string {
 	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys"}
 }
 
+// applyLimits puts l into sp: a cgroup for processes and memory where the
+// host can make one, else rlimits; tmpfs sizes either way. It returns the
+// cgroup, if any, and the words Process.Limits gives.
+func applyLimits(sp *spec, name string, l Limits) (*cgroup, string) {
+	sp.TmpSize = l.Tmp
+	tmp := fmt.Sprintf("TMPDIR and /dev/shm %s each", formatBytes(l.Tmp))
+	if dropsRoot() {
+		cg, err := newCgroup(name, l)
+		if err == nil {
+			sp.Cgroups = cg.dirs
+			return cg, fmt.Sprintf("cgroup v%d: %d processes, %s memory; %s", cg.version, l.Processes, formatBytes(l.Memory), tmp)
+		}
+		// Without a cgroup, a root host's servers all run as ServerID in
+		// the initial user namespace, where RLIMIT_NPROC would count them
+		// together: only the per-process memory bound applies.
+		sp.Data = l.Memory
+		return nil, fmt.Sprintf("rlimits (no cgroup: %v): %s data per process, processes unbounded; %s", err, formatBytes(l.Memory), tmp)
+	}
+	sp.NProc = l.Processes
+	sp.Data = l.Memory
+	return nil, fmt.Sprintf("rlimits: %d processes, %s data per process; %s", l.Processes, formatBytes(l.Memory), tmp)
+}
+
+// formatBytes writes n in the largest binary unit that divides it.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
 // runUnprivileged makes the server of sp run as ServerID, with every
 // granted path outside the system directories shown through an idmapped
 // mount that maps its owner to ServerID (see ServerID).
@@ -169,7 +219,7 @@ func runUnprivileged(sp *spec) error {
 	sys := canonicalExisting(systemReadPaths())
 	var paths []string
 	for _, p := range append(append([]string(nil), sp.Write...), sp.Read...) {
-		if !underAny(p, sys) {
+		if !underAny(p, sys) && p != sp.Tmp {
 			paths = append(paths, p)
 		}
 	}
@@ -380,6 +430,7 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
 	s.Dir = worktree
+	s.Tmp = tmpCanon
 	write := []string{worktree, tmpCanon}
 	for _, p := range cfg.Write {
 		c, err := canonical("write path", p)
@@ -814,6 +865,9 @@ func (p *Process) finish(status string) {
 		p.mu.Lock()
 		if p.reported != "" {
 			status = p.reported
+		}
+		if p.memoryHit != nil && p.memoryHit() {
+			status += fmt.Sprintf(" (the kernel killed a process at the server's memory limit, %s: max_memory)", formatBytes(p.memoryLimit))
 		}
 		p.exitStatus = status
 		p.mu.Unlock()

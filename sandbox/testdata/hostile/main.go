@@ -55,6 +55,11 @@ func main() {
 		case "beat":
 			beat(os.Args[2])
 			return
+		case "alloc":
+			n, _ := strconv.Atoi(os.Args[2])
+			kept = alloc(n)
+			fmt.Println(len(kept))
+			return
 		}
 	}
 	serve()
@@ -277,6 +282,36 @@ func do(req request) reply {
 		cmd := exec.Command("/proc/self/exe", "exit", "0")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
 		return result("", cmd.Run())
+	case "spawn":
+		// Start up to N sleeping children (one task each); report how
+		// many started and, if any failed, why.
+		n, _ := strconv.Atoi(a0)
+		for i := 0; i < n; i++ {
+			if err := exec.Command("/bin/sleep", "60").Start(); err != nil {
+				return fail(fmt.Errorf("after %d children: %w", i, err))
+			}
+		}
+		return result(strconv.Itoa(n), nil)
+	case "fill":
+		// Write N MiB to the file a0.
+		n, _ := strconv.Atoi(a1)
+		f, err := os.Create(a0)
+		if err != nil {
+			return fail(err)
+		}
+		defer f.Close()
+		chunk := make([]byte, 1<<20)
+		for i := 0; i < n; i++ {
+			if _, err := f.Write(chunk); err != nil {
+				return fail(fmt.Errorf("after %d MiB: %w", i, err))
+			}
+		}
+		return result("", f.Sync())
+	case "alloc":
+		// Allocate and touch N MiB in this process and keep it.
+		n, _ := strconv.Atoi(a0)
+		kept = alloc(n)
+		return result(strconv.Itoa(len(kept)), nil)
 	case "tty":
 		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 		if err == nil {
@@ -300,6 +335,22 @@ func errnoResult(e syscall.Errno) reply {
 		return fail(e)
 	}
 	return reply{OK: true}
+}
+
+// kept holds what "alloc" allocated, so that it stays allocated.
+var kept [][]byte
+
+// alloc allocates n MiB, writing every page so that it is really used.
+func alloc(n int) [][]byte {
+	var bufs [][]byte
+	for i := 0; i < n; i++ {
+		b := make([]byte, 1<<20)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = 1
+		}
+		bufs = append(bufs, b)
+	}
+	return bufs
 }
 
 // daemon detaches like a classic Unix daemon: a new session, a second fork,
@@ -340,6 +391,7 @@ func errnoName(e syscall.Errno) string {
 		syscall.ENXIO: "ENXIO", syscall.ESRCH: "ESRCH", syscall.EINVAL: "EINVAL",
 		syscall.EPROTONOSUPPORT: "EPROTONOSUPPORT", syscall.ENOTDIR: "ENOTDIR",
 		syscall.EEXIST: "EEXIST", syscall.ENOEXEC: "ENOEXEC",
+		syscall.EAGAIN: "EAGAIN", syscall.ENOSPC: "ENOSPC", syscall.ENOMEM: "ENOMEM",
 	}
 	if n, ok := names[e]; ok {
 		return n
