@@ -60,8 +60,8 @@ func newCgroup(name string, l Limits) (*cgroup, error) {
 		mem := filepath.Join(cgroupRoot, "memory", memPath, leaf)
 		cg := &cgroup{dirs: []string{pids, mem}, memDir: mem, version: 1}
 		if err := cg.make(map[string]string{
-			filepath.Join(pids, "pids.max"):              strconv.Itoa(l.Processes),
-			filepath.Join(mem, "memory.limit_in_bytes"):  strconv.FormatInt(l.Memory, 10),
+			filepath.Join(pids, "pids.max"):                   strconv.Itoa(l.Processes),
+			filepath.Join(mem, "memory.limit_in_bytes"):       strconv.FormatInt(l.Memory, 10),
 			filepath.Join(mem, "memory.memsw.limit_in_bytes"): strconv.FormatInt(l.Memory, 10),
 		}, filepath.Join(mem, "memory.memsw.limit_in_bytes")); err != nil {
 			return nil, err
@@ -140,4 +140,3 @@ func (cg *cgroup) remove() error {
 	}
 	return errors.Join(errs...)
 }
-
