@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/mcphost/mcphost/sandbox"
 )
 
 // Defaults for the keys of a [mcp.<name>] table that may be left out.
@@ -24,6 +26,13 @@ const (
 const (
 	maxTimeout   = 24 * time.Hour
 	maxMaxOutput = 64 << 20
+	// A server needs a few threads of its own (a Go or Node.js program
+	// starts with 5 to 12) and some memory just to start.
+	minProcesses = 8
+	maxProcesses = 1 << 20
+	minMemory    = 16 << 20
+	minTmp       = 1 << 20
+	maxLimitSize = 1 << 40
 )
 
 // ServerConfig is one [mcp.<name>] table of the config: how to start one
@@ -69,6 +78,13 @@ type ServerConfig struct {
 	// MaxOutput bounds the size of one call's result in bytes; a larger
 	// result is cut, with a notice in the result.
 	MaxOutput int64 `json:"max_output"`
+	// MaxProcesses, MaxMemory and MaxTmp bound a confined server's
+	// processes and threads together, its memory in bytes, and the size in
+	// bytes of each of its TMPDIR and /dev/shm (see sandbox.Limits for how
+	// each is enforced). Zero means the default: 512, 2GiB, 1GiB.
+	MaxProcesses int   `json:"max_processes"`
+	MaxMemory    int64 `json:"max_memory"`
+	MaxTmp       int64 `json:"max_tmp"`
 }
 
 // ConfigError is a problem with one key of one [mcp.<name>] table.
@@ -101,10 +117,13 @@ type rawServer struct {
 	StartupTimeout any               `toml:"startup_timeout"`
 	CallTimeout    any               `toml:"call_timeout"`
 	MaxOutput      any               `toml:"max_output"`
+	MaxProcesses   any               `toml:"max_processes"`
+	MaxMemory      any               `toml:"max_memory"`
+	MaxTmp         any               `toml:"max_tmp"`
 }
 
 var knownKeys = []string{"allow", "call_timeout", "command", "default", "deny", "env", "env_pass",
-	"max_output", "network", "read", "sandbox", "startup_timeout", "write"}
+	"max_memory", "max_output", "max_processes", "max_tmp", "network", "read", "sandbox", "startup_timeout", "write"}
 
 // Parse reads the [mcp.<name>] tables of a TOML document and ignores
 // everything else in it, so an agent can keep its own settings in the same
@@ -279,6 +298,15 @@ func (r rawServer) config(name string) (ServerConfig, []error) {
 	if sc.MaxOutput, err = sizeValue(r.MaxOutput, DefaultMaxOutput); err != nil {
 		bad("max_output", "%v", err)
 	}
+	if sc.MaxProcesses, err = countValue(r.MaxProcesses, sandbox.DefaultMaxProcesses, minProcesses, maxProcesses); err != nil {
+		bad("max_processes", "%v", err)
+	}
+	if sc.MaxMemory, err = sizeIn(r.MaxMemory, sandbox.DefaultMaxMemory, minMemory, maxLimitSize); err != nil {
+		bad("max_memory", "%v", err)
+	}
+	if sc.MaxTmp, err = sizeIn(r.MaxTmp, sandbox.DefaultMaxTmp, minTmp, maxLimitSize); err != nil {
+		bad("max_tmp", "%v", err)
+	}
 	for _, e := range sc.validate() {
 		errs = append(errs, &ConfigError{Table: table, Key: e.key, Msg: e.msg})
 	}
@@ -348,6 +376,15 @@ func (sc *ServerConfig) validate() []keyProblem {
 	if sc.MaxOutput < 0 || sc.MaxOutput > maxMaxOutput {
 		bad("max_output", "%d is out of range (1 byte to 64MiB)", sc.MaxOutput)
 	}
+	if sc.MaxProcesses != 0 && (sc.MaxProcesses < minProcesses || sc.MaxProcesses > maxProcesses) {
+		bad("max_processes", "%d is out of range (%d to %d)", sc.MaxProcesses, minProcesses, maxProcesses)
+	}
+	if sc.MaxMemory != 0 && (sc.MaxMemory < minMemory || sc.MaxMemory > maxLimitSize) {
+		bad("max_memory", "%d bytes is out of range (16MiB to 1TiB)", sc.MaxMemory)
+	}
+	if sc.MaxTmp != 0 && (sc.MaxTmp < minTmp || sc.MaxTmp > maxLimitSize) {
+		bad("max_tmp", "%d bytes is out of range (1MiB to 1TiB)", sc.MaxTmp)
+	}
 	return out
 }
 
@@ -364,6 +401,15 @@ func (sc ServerConfig) withDefaults() ServerConfig {
 	}
 	if sc.MaxOutput == 0 {
 		sc.MaxOutput = DefaultMaxOutput
+	}
+	if sc.MaxProcesses == 0 {
+		sc.MaxProcesses = sandbox.DefaultMaxProcesses
+	}
+	if sc.MaxMemory == 0 {
+		sc.MaxMemory = sandbox.DefaultMaxMemory
+	}
+	if sc.MaxTmp == 0 {
+		sc.MaxTmp = sandbox.DefaultMaxTmp
 	}
 	return sc
 }
@@ -410,6 +456,12 @@ func ParseSize(s string) (int64, error) {
 }
 
 func sizeValue(v any, def int64) (int64, error) {
+	return sizeIn(v, def, 1, maxMaxOutput)
+}
+
+// sizeIn reads a size key: def when absent, else a number of bytes or a
+// string such as "2GiB", between lo and hi.
+func sizeIn(v any, def, lo, hi int64) (int64, error) {
 	var n int64
 	switch v := v.(type) {
 	case nil:
@@ -424,8 +476,40 @@ func sizeValue(v any, def int64) (int64, error) {
 	default:
 		return 0, fmt.Errorf("%v is not a size; write e.g. \"256KiB\"", v)
 	}
-	if n <= 0 || n > maxMaxOutput {
-		return 0, fmt.Errorf("%d bytes is out of range (1 byte to 64MiB)", n)
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("%d bytes is out of range (%s to %s)", n, sizeWords(lo), sizeWords(hi))
 	}
 	return n, nil
+}
+
+// sizeWords writes n in the largest binary unit that divides it.
+func sizeWords(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 40, "TiB"}, {1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	if n == 1 {
+		return "1 byte"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// countValue reads a whole-number key: def when absent, else between lo
+// and hi.
+func countValue(v any, def, lo, hi int) (int, error) {
+	switch v := v.(type) {
+	case nil:
+		return def, nil
+	case int64:
+		if v < int64(lo) || v > int64(hi) {
+			return 0, fmt.Errorf("%d is out of range (%d to %d)", v, lo, hi)
+		}
+		return int(v), nil
+	default:
+		return 0, fmt.Errorf("%v is not a whole number; write e.g. %d", v, def)
+	}
 }

@@ -28,6 +28,9 @@ startup_timeout = "5s"
 call_timeout = "1m"
 max_output = "1MiB"
 sandbox = "off"
+max_processes = 64
+max_memory = "512MiB"
+max_tmp = 1048576
 
 [mcp.a-b2]
 command = ["srv"]
@@ -39,11 +42,13 @@ max_output = 4096
 	}
 	want := []ServerConfig{
 		{Name: "a-b2", Command: []string{"srv"}, Default: Approval, StartupTimeout: DefaultStartupTimeout,
-			CallTimeout: DefaultCallTimeout, MaxOutput: 4096},
+			CallTimeout: DefaultCallTimeout, MaxOutput: 4096,
+			MaxProcesses: 512, MaxMemory: 2 << 30, MaxTmp: 1 << 30},
 		{Name: "notes", Command: []string{"notes-server", "--db", "notes.db"}, Allow: []string{"list_notes"},
 			Deny: []string{"delete_note"}, Default: Deny, Env: map[string]string{"NOTES_MODE": "ro"},
 			EnvPass: []string{"NOTES_TOKEN"}, Network: true, Read: []string{"~/.cache/notes"}, Write: []string{"out"},
-			Unconfined: true, StartupTimeout: 5 * time.Second, CallTimeout: time.Minute, MaxOutput: 1 << 20},
+			Unconfined: true, StartupTimeout: 5 * time.Second, CallTimeout: time.Minute, MaxOutput: 1 << 20,
+			MaxProcesses: 64, MaxMemory: 512 << 20, MaxTmp: 1 << 20},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse:\n got %+v\nwant %+v", got, want)
@@ -82,6 +87,11 @@ func TestParseErrors(t *testing.T) {
 		{"bad size", "[mcp.x]\ncommand=[\"a\"]\nmax_output=\"lots\"", []string{"[mcp.x] max_output", "256KiB"}},
 		{"zero size", "[mcp.x]\ncommand=[\"a\"]\nmax_output=0", []string{"[mcp.x] max_output", "range"}},
 		{"huge size", "[mcp.x]\ncommand=[\"a\"]\nmax_output=\"1GiB\"", []string{"[mcp.x] max_output", "64MiB"}},
+		{"too few processes", "[mcp.x]\ncommand=[\"a\"]\nmax_processes=2", []string{"[mcp.x] max_processes", "8 to"}},
+		{"processes as a string", "[mcp.x]\ncommand=[\"a\"]\nmax_processes=\"many\"", []string{"[mcp.x] max_processes", "whole number"}},
+		{"tiny memory", "[mcp.x]\ncommand=[\"a\"]\nmax_memory=\"1MiB\"", []string{"[mcp.x] max_memory", "16MiB to 1TiB"}},
+		{"bad memory", "[mcp.x]\ncommand=[\"a\"]\nmax_memory=\"lots\"", []string{"[mcp.x] max_memory", "not a size"}},
+		{"huge tmp", "[mcp.x]\ncommand=[\"a\"]\nmax_tmp=\"2048GiB\"", []string{"[mcp.x] max_tmp", "1MiB to 1TiB"}},
 		{"wrong type", "[mcp.x]\ncommand=\"srv --db x\"", []string{"[mcp.x] command"}},
 		{"bad env name", "[mcp.x]\ncommand=[\"a\"]\nenv={\"A-B\"=\"1\"}", []string{"[mcp.x] env", "A-B"}},
 		{"bad env_pass", "[mcp.x]\ncommand=[\"a\"]\nenv_pass=[\"1X\"]", []string{"[mcp.x] env_pass"}},

@@ -49,6 +49,7 @@ type server struct {
 	phase       string // the phase it failed in
 	exitStatus  string
 	confinement string
+	limits      string // how the limits are enforced (sandbox.Process.Limits)
 	proc        *sandbox.Process
 	cs          *mcp.ClientSession
 	tap         *listTap
@@ -98,6 +99,7 @@ func (srv *server) start(ctx context.Context) error {
 	gen := srv.gen
 	srv.proc = proc
 	srv.confinement = proc.Confinement()
+	srv.limits = proc.Limits()
 	srv.exitStatus = ""
 	srv.err = nil
 	srv.brokenErr = nil
@@ -293,6 +295,7 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 		Protect:  protect,
 		Network:  cfg.Network,
 		Off:      cfg.Unconfined,
+		Limits:   sandbox.Limits{Processes: cfg.MaxProcesses, Memory: cfg.MaxMemory, Tmp: cfg.MaxTmp},
 		Stderr:   srv.stderr,
 	}, nil
 }
@@ -412,7 +415,7 @@ func (srv *server) close(state ServerState) error {
 func (srv *server) info() ServerInfo {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement}
+	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Limits: srv.limits}
 	if info.Confinement == "" {
 		info.Confinement = "none"
 	}

@@ -109,8 +109,12 @@ type ServerInfo struct {
 	Name        string      `json:"name"`
 	State       ServerState `json:"state"`
 	Confinement string      `json:"confinement"`
-	Tools       int         `json:"tools"`
-	Error       string      `json:"error,omitempty"`
+	// Limits says how the server's max_processes, max_memory and max_tmp
+	// are enforced (a cgroup or rlimits, with the numbers); "" when it is
+	// unconfined or not running.
+	Limits string `json:"limits,omitempty"`
+	Tools  int    `json:"tools"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Session is a set of running servers and their tools. Its methods are safe

@@ -77,6 +77,9 @@ func writeList(w io.Writer, tools []mcphost.Tool, servers []mcphost.ServerInfo, 
 	fmt.Fprintf(w, "%-*s  %-7s  %5s  %s\n", sw, "SERVER", "STATE", "TOOLS", "CONFINEMENT")
 	for _, s := range servers {
 		fmt.Fprintf(w, "%-*s  %-7s  %5d  %s\n", sw, s.Name, s.State, s.Tools, s.Confinement)
+		if s.Limits != "" {
+			fmt.Fprintf(w, "%*s  limits: %s\n", sw, "", s.Limits)
+		}
 	}
 	if len(notices) > 0 {
 		fmt.Fprintf(w, "\n%snotices:%s\n", p.dim, p.reset)
