@@ -71,18 +71,26 @@
 // also do, but needs a delegated cgroup tree that ordinary users often do
 // not have; a PID namespace needs nothing.
 //
-// Mount namespace. Directories where listening unix sockets and personal
-// files live, /tmp, /var/tmp, /run (and /var/run), /home, /root, $HOME and
-// $XDG_RUNTIME_DIR, are covered with an empty read-only tmpfs, and only the
-// paths the server is granted are bound back. This is what keeps an SSH
-// agent or Docker socket out of reach: Landlock ABI 7 does not mediate
-// connect(2) to a pathname socket. Every mount except the writable paths
-// is then made read-only, because Landlock does not mediate chmod, chown,
-// utimes or extended attributes (nor truncate before ABI 3). Protected paths
-// are bound read-only onto themselves, and the directories between them and
+// Mount namespace: the server's view. The server's root is a fresh,
+// read-only tmpfs into which only what it may use is bound, each at its own
+// path: the system directories (/usr, /etc, /opt, /sys and those /lib*,
+// /bin and /sbin that are directories; the ones that are links on the host
+// are the same links), the worktree, its TMPDIR, the Read and Write paths,
+// the directories of its program and interpreters, the five device files it
+// may open, a fresh /proc that shows only the sandbox's processes, and a
+// private /dev/shm. The home directory is an empty directory. Nothing else
+// exists for it: stat(2) finds nothing, connect(2) to a listening unix
+// socket elsewhere (an SSH agent, a Docker daemon, a service's socket in
+// /var/lib) fails with ENOENT, and /proc/self/mountinfo lists only these
+// mounts. The helper binds them from the host's tree, opened without
+// following links, then pivot_root(2)s into the new root and detaches the
+// host's tree. Every mount except the writable paths is then made
+// read-only, because Landlock does not mediate chmod, chown, utimes or
+// extended attributes (nor truncate before ABI 3). Protected paths are
+// bound read-only onto themselves, and the directories between them and
 // their writable root onto themselves, so that they can be neither written
-// (EROFS) nor renamed, removed or replaced (EBUSY). /proc is a fresh mount
-// that shows only the sandbox's processes, and /dev/shm is private.
+// (EROFS) nor renamed, removed or replaced (EBUSY). Granting / keeps the
+// host's tree as the view.
 //
 // Network namespace and seccomp. With Network false the server gets a new
 // network namespace with only a loopback that is down, and a seccomp filter
@@ -91,8 +99,13 @@
 // network. The filter also refuses io_uring, whose operations bypass the
 // system calls a filter sees, the kernel keyring calls (keyrings are not
 // covered by these namespaces and can hold credentials), and system calls
-// of a foreign ABI (32-bit and x32 calls on amd64), whose numbers differ.
-// Filters exist for amd64 and arm64; elsewhere Start refuses to confine.
+// of a foreign ABI (32-bit and x32 calls on amd64), whose numbers differ,
+// and every way to a new user namespace (unshare and clone with
+// CLONE_NEWUSER; clone3, whose flags a filter cannot read, fails with
+// ENOSYS and C libraries fall back to clone): inside one, a process holds
+// every capability again, and with it kernel code (nf_tables) that is
+// otherwise root's alone. Filters exist for amd64 and arm64; elsewhere
+// Start refuses to confine.
 //
 // Landlock. The server may read and execute /usr, /bin, /sbin, /lib*,
 // /etc, /opt, /proc and /sys, the worktree, the Read paths, and the
@@ -115,6 +128,28 @@
 // started by root has no capability. The helper runs in a new session, so
 // the server has no controlling terminal to push keystrokes into. The IPC
 // namespace isolates System V IPC and POSIX message queues.
+//
+// Identity. A root host's servers do not run as root: the helper starts
+// the server as ServerID (2147483632), with no supplementary group, so
+// root-only files under the paths it may read (/etc/shadow, a 0600 key in
+// /opt) are closed to it by file permissions. Every granted path outside
+// the system directories (the worktree, TMPDIR, the Read and Write paths,
+// the program's own directory) is bound from an idmapped mount that maps
+// that path's owner to ServerID: the server uses them as their owner may,
+// and a file it creates in the worktree belongs on disk to the worktree's
+// owner, as one the person made would. Confinement reports "+unprivileged".
+// A file system without idmapped mounts makes Start fail (ErrUnsupported):
+// run such a host as an ordinary user.
+//
+// Limits. Each server is bounded in processes and threads, memory and
+// temporary space (Limits; on by default: 512, 2 GiB, 1 GiB). A root host
+// makes each server a cgroup of its own (v2, or v1's pids and memory
+// controllers) that the helper joins before it starts the server; the
+// kernel's OOM killer ends what goes past the memory limit, and ExitStatus
+// says so. Elsewhere RLIMIT_NPROC, which in the server's own user namespace
+// counts only its processes, and RLIMIT_DATA, per process, stand in. TMPDIR
+// and /dev/shm are each a tmpfs of the Tmp size (ENOSPC past it).
+// Process.Limits says which applies.
 //
 // # As an ordinary user
 //
@@ -141,11 +176,6 @@
 //
 // # What is not covered
 //
-//   - A host running as root gives its servers uid 0 without capabilities.
-//     File permissions then still let them read root-owned files that are
-//     readable by their owner only (/etc/shadow, SSH host keys) wherever
-//     Landlock grants reading, such as /etc. Run the host as an ordinary
-//     user.
 //   - A protected file stays protected while the host leaves it in place.
 //     When something outside the sandbox replaces it (renames a new file
 //     over it, as editors and atomic writers do), the kernel detaches the
@@ -155,20 +185,25 @@
 //     A protected path inside a writable one must exist before Start (else
 //     a server could create it first: Start refuses). Pinned directories are
 //     mount points, so moving files into or out of them fails with EXDEV.
-//   - Below Landlock ABI 9, listening unix sockets outside the hidden
-//     directories (say in /var/lib or /srv) remain reachable by path (ABI 9
-//     is handled but could not be tested here). With Network true, every
-//     service of the host's network is reachable, localhost's included, and
-//     below Landlock ABI 6 so are abstract unix sockets.
+//   - With Network true, every service of the host's network is reachable,
+//     localhost's included, and below Landlock ABI 6 so are abstract unix
+//     sockets.
 //   - A host that is killed takes its servers with it but cannot remove
-//     their temporary directories (named mcphost-NAME-*, in the host's
-//     temporary directory): they stay behind.
-//   - Resources are not limited: a server can use CPU, memory and disk in its
-//     worktree and TMPDIR, or fork without bound, until Close.
+//     their (empty) temporary directories, named mcphost-NAME-* in the
+//     host's temporary directory, nor a root host's cgroups, named
+//     mcphost-NAME-* beneath its own: they stay behind.
+//   - Without a cgroup (an ordinary user's host, or a root host that cannot
+//     make one), memory is bounded per process, not for the server as a
+//     whole, and a root host's servers then have no process bound (they
+//     share ServerID, whose RLIMIT_NPROC would count them together). CPU
+//     time and disk space in the worktree and Write paths are not bounded.
+//   - When an RLIMIT_NPROC stands in and the server has reached it, the
+//     helper itself may fail to start a thread it needs and end the
+//     server: the server is stopped rather than merely refused.
 //   - The seccomp filter denies a short list; it is not an allowlist that
 //     would shrink the kernel's attack surface. Kernel bugs are out of scope.
 //   - System configuration in /etc, hardware details in /sys and the
-//     namespace's own /proc are readable.
+//     namespace's own /proc are readable, and their existence visible.
 //   - Paths are resolved through symbolic links on the host: the server sees
 //     the real paths of its worktree and grants. Programs that load files
 //     relative to themselves from outside their own directory need a Read
