@@ -71,6 +71,10 @@ type ServerConfig struct {
 	// (`sandbox = "off"`). It is a risk the config must state explicitly;
 	// the scrubbed environment, private TMPDIR and process cleanup remain.
 	Unconfined bool `json:"unconfined,omitempty"`
+	// RequireFullSandbox makes the server fail to start rather than run in
+	// the reduced tier of confinement, where the host may not create user
+	// namespaces (`sandbox = "full"`).
+	RequireFullSandbox bool `json:"require_full_sandbox,omitempty"`
 	// StartupTimeout bounds initialize plus every page of tools/list.
 	StartupTimeout time.Duration `json:"startup_timeout"`
 	// CallTimeout bounds one tools/call.
@@ -283,10 +287,12 @@ func (r rawServer) config(name string) (ServerConfig, []error) {
 	}
 	switch r.Sandbox {
 	case "", "on":
+	case "full":
+		sc.RequireFullSandbox = true
 	case "off":
 		sc.Unconfined = true
 	default:
-		bad("sandbox", "%q is not allowed; use \"on\" (the default) or \"off\" (runs the server unconfined: a risk)", r.Sandbox)
+		bad("sandbox", "%q is not allowed; use \"on\" (the default: the best confinement this host allows), \"full\" (fail unless fully confined) or \"off\" (runs the server unconfined: a risk)", r.Sandbox)
 	}
 	var err error
 	if sc.StartupTimeout, err = durationValue(r.StartupTimeout, DefaultStartupTimeout); err != nil {

@@ -35,6 +35,7 @@ max_tmp = 1048576
 [mcp.a-b2]
 command = ["srv"]
 max_output = 4096
+sandbox = "full"
 `
 	got, err := Parse([]byte(doc))
 	if err != nil {
@@ -42,7 +43,7 @@ max_output = 4096
 	}
 	want := []ServerConfig{
 		{Name: "a-b2", Command: []string{"srv"}, Default: Approval, StartupTimeout: DefaultStartupTimeout,
-			CallTimeout: DefaultCallTimeout, MaxOutput: 4096,
+			CallTimeout: DefaultCallTimeout, MaxOutput: 4096, RequireFullSandbox: true,
 			MaxProcesses: 512, MaxMemory: 2 << 30, MaxTmp: 1 << 30},
 		{Name: "notes", Command: []string{"notes-server", "--db", "notes.db"}, Allow: []string{"list_notes"},
 			Deny: []string{"delete_note"}, Default: Deny, Env: map[string]string{"NOTES_MODE": "ro"},
@@ -80,7 +81,7 @@ func TestParseErrors(t *testing.T) {
 		{"double dash", "[mcp.a--b]\ncommand=[\"a\"]", []string{"[mcp.a--b]", "single '-'"}},
 		{"trailing dash", "[mcp.a-]\ncommand=[\"a\"]", []string{"[mcp.a-]"}},
 		{"bad default", "[mcp.x]\ncommand=[\"a\"]\ndefault=\"allow\"", []string{"[mcp.x] default", `"approval"`, `"deny"`}},
-		{"bad sandbox", "[mcp.x]\ncommand=[\"a\"]\nsandbox=\"maybe\"", []string{"[mcp.x] sandbox", `"off"`}},
+		{"bad sandbox", "[mcp.x]\ncommand=[\"a\"]\nsandbox=\"maybe\"", []string{"[mcp.x] sandbox", `"off"`, `"full"`}},
 		{"bad duration", "[mcp.x]\ncommand=[\"a\"]\nstartup_timeout=\"soon\"", []string{"[mcp.x] startup_timeout", "30s"}},
 		{"negative duration", "[mcp.x]\ncommand=[\"a\"]\ncall_timeout=\"-1s\"", []string{"[mcp.x] call_timeout", "range"}},
 		{"duration number", "[mcp.x]\ncommand=[\"a\"]\ncall_timeout=30", []string{"[mcp.x] call_timeout", "string"}},

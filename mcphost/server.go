@@ -49,7 +49,8 @@ type server struct {
 	phase       string // the phase it failed in
 	exitStatus  string
 	confinement string
-	limits      string // how the limits are enforced (sandbox.Process.Limits)
+	limits      string   // how the limits are enforced (sandbox.Process.Limits)
+	lacks       []string // what its confinement lacks (sandbox.Process.Lacks)
 	proc        *sandbox.Process
 	cs          *mcp.ClientSession
 	tap         *listTap
@@ -100,6 +101,7 @@ func (srv *server) start(ctx context.Context) error {
 	srv.proc = proc
 	srv.confinement = proc.Confinement()
 	srv.limits = proc.Limits()
+	srv.lacks = proc.Lacks()
 	srv.exitStatus = ""
 	srv.err = nil
 	srv.brokenErr = nil
@@ -284,19 +286,20 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 		protect = append(protect, s.opts.ConfigFile)
 	}
 	return sandbox.Config{
-		Name:     cfg.Name,
-		Argv:     argv,
-		Worktree: s.worktree,
-		Env:      cfg.Env,
-		EnvPass:  cfg.EnvPass,
-		HostEnv:  s.opts.HostEnv,
-		Read:     read,
-		Write:    write,
-		Protect:  protect,
-		Network:  cfg.Network,
-		Off:      cfg.Unconfined,
-		Limits:   sandbox.Limits{Processes: cfg.MaxProcesses, Memory: cfg.MaxMemory, Tmp: cfg.MaxTmp},
-		Stderr:   srv.stderr,
+		Name:        cfg.Name,
+		Argv:        argv,
+		Worktree:    s.worktree,
+		Env:         cfg.Env,
+		EnvPass:     cfg.EnvPass,
+		HostEnv:     s.opts.HostEnv,
+		Read:        read,
+		Write:       write,
+		Protect:     protect,
+		Network:     cfg.Network,
+		Off:         cfg.Unconfined,
+		RequireFull: cfg.RequireFullSandbox,
+		Limits:      sandbox.Limits{Processes: cfg.MaxProcesses, Memory: cfg.MaxMemory, Tmp: cfg.MaxTmp},
+		Stderr:      srv.stderr,
 	}, nil
 }
 
@@ -415,7 +418,7 @@ func (srv *server) close(state ServerState) error {
 func (srv *server) info() ServerInfo {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Limits: srv.limits}
+	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Limits: srv.limits, Lacks: srv.lacks}
 	if info.Confinement == "" {
 		info.Confinement = "none"
 	}

@@ -113,8 +113,11 @@ type ServerInfo struct {
 	// are enforced (a cgroup or rlimits, with the numbers); "" when it is
 	// unconfined or not running.
 	Limits string `json:"limits,omitempty"`
-	Tools  int    `json:"tools"`
-	Error  string `json:"error,omitempty"`
+	// Lacks lists what the server's confinement lacks compared with the
+	// full one (the reduced tier, on a host without user namespaces).
+	Lacks []string `json:"lacks,omitempty"`
+	Tools int      `json:"tools"`
+	Error string   `json:"error,omitempty"`
 }
 
 // Session is a set of running servers and their tools. Its methods are safe

@@ -24,6 +24,15 @@ const (
 // confine, this is per thread: the raw system calls change the calling
 // thread's credentials only (Go's syscall.Setuid would change all).
 func dropCapabilities(runAs uint32) error {
+	if runAs == 0 && !hasAnyCapability() {
+		// An ordinary user's thread outside a user namespace (the reduced
+		// tier): nothing to drop, and no privilege to lock the securebits
+		// or shrink the bounding set with. no_new_privs keeps it so.
+		if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+			return fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", err)
+		}
+		return nil
+	}
 	bits := secbitNoroot | secbitNorootLocked | secbitKeepCapsLocked |
 		secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil {
@@ -65,6 +74,22 @@ func dropCapabilities(runAs uint32) error {
 		return fmt.Errorf("capset: %w", err)
 	}
 	return nil
+}
+
+// hasAnyCapability reports whether the calling thread holds any
+// capability in its permitted, effective or inheritable set.
+func hasAnyCapability() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return true // assume the worst: the full drop then says what fails
+	}
+	for _, d := range data {
+		if d.Permitted|d.Effective|d.Inheritable != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // hasCapSysAdmin reports whether the calling thread has CAP_SYS_ADMIN in

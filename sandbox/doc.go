@@ -161,8 +161,19 @@
 // new user namespace that maps only the user's own uid and gid, keeps just
 // CAP_SYS_ADMIN and CAP_SETPCAP in it to build the mounts and drop the
 // rest, and the server runs as the user, with no capability anywhere.
-// Confinement reports "+userns". When user namespaces are refused, Start
-// returns an error wrapping ErrUnsupported that says so.
+// Confinement reports "+userns".
+//
+// When the kernel refuses that (the user namespace itself, or the
+// privileges in it), the first start finds out, and that server and every
+// later one run in the reduced tier: no namespace at all, only what needs
+// no privilege (Landlock, seccomp, no_new_privs, the scrubbed environment,
+// the private TMPDIR, and the helper as a child subreaper that ends the
+// server's whole process tree). Protected paths inside writable ones stay
+// unwritable there too: the directories above them are granted read-only
+// and their other entries one by one. The tier needs Landlock ABI 3.
+// Confinement reports "+reduced" and Process.Lacks lists what it lacks
+// (see reduced_linux.go); Config.RequireFull (`sandbox = "full"`) makes
+// Start fail with ErrUnsupported instead.
 //
 // # Off
 //

@@ -97,8 +97,11 @@ func helperMain() int {
 		h.fail(failedStep("reading the spec", err))
 		return exitBadStart
 	}
-	if s.Off {
+	switch {
+	case s.Off:
 		return h.runOff(s, lifeline)
+	case s.Reduced:
+		return h.runReduced(s, lifeline)
 	}
 	return h.runConfined(s, lifeline)
 }
@@ -135,6 +138,9 @@ func confinement(abi int, s *spec, userNS bool) string {
 	}
 	if s.RunAs != 0 {
 		parts = append(parts, "unprivileged")
+	}
+	if s.Reduced {
+		return strings.Join(append(parts, "reduced"), "+")
 	}
 	parts = append(parts, "pidns", "mntns", "ipcns")
 	if !s.Network {
@@ -203,11 +209,66 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 		return exitNoConfin
 	}
 
-	// Landlock, seccomp, no_new_privs and the capability sets belong to a
-	// thread, and this kernel refuses to apply Landlock to all threads at
-	// once. So one locked thread confines itself and starts the server,
-	// which inherits all of it; the rest of the helper stays as it was
-	// and supervises.
+	pid, err := startConfined(s, rules, abi)
+	if err != nil {
+		h.fail(err)
+		return exitCodeOf(err)
+	}
+	conf := confinement(abi, s, userNS)
+	if s.Probe {
+		h.send(report{Started: true, Confinement: conf})
+		return 0
+	}
+	return h.supervise(pid, conf, lifeline, true)
+}
+
+// runReduced is the reduced tier, for a host that may not create a user
+// namespace: no namespace and no mount at all, so only what needs no
+// privilege confines the server (Landlock, seccomp, no_new_privs, the
+// scrubbed environment), and the helper, a child subreaper as for an
+// unconfined server, ends the server's whole process tree.
+func (h *helper) runReduced(s *spec, lifeline *os.File) int {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		h.fail(failedStep("prctl(PR_SET_CHILD_SUBREAPER)", err))
+		return exitNoConfin
+	}
+	abi, err := landlockABI()
+	if err != nil {
+		h.fail(unsupportedStep("landlock", err))
+		return exitNoConfin
+	}
+	if s.MaxABI > 0 && abi > s.MaxABI {
+		abi = s.MaxABI
+	}
+	if !seccompSupported {
+		h.fail(unsupportedStep("seccomp", fmt.Errorf("no filter for GOARCH=%s", runtime.GOARCH)))
+		return exitNoConfin
+	}
+	rules, err := openRules(s)
+	if err != nil {
+		h.fail(failedStep("opening the paths of the Landlock rules", err))
+		return exitNoConfin
+	}
+	pid, err := startConfined(s, rules, abi)
+	if err != nil {
+		h.fail(err)
+		return exitCodeOf(err)
+	}
+	conf := confinement(abi, s, false)
+	if s.Probe {
+		h.send(report{Started: true, Confinement: conf})
+		return 0
+	}
+	return h.supervise(pid, conf, lifeline, false)
+}
+
+// startConfined confines one locked thread and starts the server from it.
+// Landlock, seccomp, no_new_privs and the capability sets belong to a
+// thread, and this kernel refuses to apply Landlock to all threads at once.
+// So one locked thread confines itself and starts the server, which
+// inherits all of it; the rest of the helper stays as it was and
+// supervises. It closes rules.
+func startConfined(s *spec, rules []llRule, abi int) (int, error) {
 	type result struct {
 		pid int
 		err error
@@ -222,20 +283,16 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 	}()
 	res := <-done
 	closeRules(rules)
-	if res.err != nil {
-		h.fail(res.err)
-		var se *stepError
-		if errors.As(res.err, &se) && se.unsupported {
-			return exitNoConfin
-		}
-		return exitNoExec
+	return res.pid, res.err
+}
+
+// exitCodeOf is the helper's exit code for a failure to confine or start.
+func exitCodeOf(err error) int {
+	var se *stepError
+	if errors.As(err, &se) && se.unsupported {
+		return exitNoConfin
 	}
-	conf := confinement(abi, s, userNS)
-	if s.Probe {
-		h.send(report{Started: true, Confinement: conf})
-		return 0
-	}
-	return h.supervise(res.pid, conf, lifeline, true)
+	return exitNoExec
 }
 
 // confineAndStart confines the calling thread, which must be locked, and

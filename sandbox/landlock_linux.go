@@ -199,8 +199,10 @@ func openRules(s *spec) (rules []llRule, err error) {
 		grants = append(grants, grant{p, llDeviceRights, false})
 	}
 	// The private /dev/shm the helper mounted, for POSIX shared memory and
-	// semaphores.
-	grants = append(grants, grant{"/dev/shm", ^uint64(0), false})
+	// semaphores (the reduced tier has none: the host's is shared).
+	if !s.Reduced {
+		grants = append(grants, grant{"/dev/shm", ^uint64(0), false})
+	}
 	for _, g := range grants {
 		fd, err := openNoSymlinks(g.path)
 		if err != nil {

@@ -64,6 +64,11 @@ type Config struct {
 	// no TCP, UDP, MPTCP, raw, packet or netlink socket, only unix
 	// sockets. True gives it the host's network.
 	Network bool
+	// RequireFull makes Start fail with ErrUnsupported rather than confine
+	// the server in the reduced tier, where the host may not create user
+	// namespaces (`sandbox = "full"`). See Process.Lacks for what that
+	// tier lacks.
+	RequireFull bool
 	// Off runs the server unconfined: only the scrubbed environment, the
 	// private TMPDIR and the lifetime guarantees remain (Read, Write,
 	// Protect and Network are ignored). It is the user's explicit
@@ -106,7 +111,9 @@ type Process struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	limits string // how Limits are enforced, for Limits()
+	limits  string   // how Limits are enforced, for Limits()
+	reduced bool     // confined in the reduced tier: no namespaces
+	lacks   []string // what the reduced tier lacks, for Lacks()
 	// removeCgroup removes the server's cgroup once it is empty, and
 	// memoryHit reports whether its memory limit made the kernel kill a
 	// process of the server; both nil without a cgroup.
@@ -114,6 +121,11 @@ type Process struct {
 	memoryHit    func() bool
 	memoryLimit  int64
 }
+
+// Lacks lists, in words for a person, what the confinement of this server
+// lacks compared with the full one (the reduced tier, on a host that may
+// not create user namespaces); nil when it is fully confined or Off.
+func (p *Process) Lacks() []string { return p.lacks }
 
 // Limits says how the server's Limits are enforced here: by a cgroup or by
 // rlimits, with the numbers; "" for an unconfined server.
@@ -243,7 +255,7 @@ func (p *Process) waitExited() error {
 
 // kill ends the server's processes and waits, at most killWait, for Done.
 func (p *Process) kill() error {
-	if !p.off {
+	if !p.off && !p.reduced {
 		// The helper is init of the server's PID namespace: when it dies
 		// the kernel kills everything else in the namespace.
 		p.helper.Kill()

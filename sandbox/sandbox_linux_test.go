@@ -1223,6 +1223,152 @@ func TestNonRoot(t *testing.T) {
 	}
 }
 
+// TestReducedTier: as an ordinary user on a host that forbids user
+// namespaces, a server is still confined (the reduced tier), and each
+// promise that tier makes holds against the hostile server: no writes
+// outside its grants, no secret of HOME, no network, a protected path
+// stays unwritable, no other process's environment, no orphans. The
+// confinement says "reduced" and lists what it lacks; with RequireFull the
+// start fails instead.
+func TestReducedTier(t *testing.T) {
+	requireConfinement(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the host fixture as nobody in a user namespace that forbids nested ones")
+	}
+	if abi := kernelABI(t); abi < minReducedABI {
+		t.Skipf("Landlock ABI %d: the reduced tier needs %d", abi, minReducedABI)
+	}
+	const nobody = 65534
+	mk := func(pattern string) string {
+		d, err := os.MkdirTemp("", pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		if err := os.Chown(d, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	wt := mk("mcphost-reduced-wt-")
+	home := mk("mcphost-reduced-home-")
+	secret := filepath.Join(home, "secret")
+	mkfile(t, secret, "SECRET")
+	os.Chown(secret, nobody, nobody)
+	gitDir := filepath.Join(wt, ".git")
+	mkfile(t, filepath.Join(gitDir, "config"), "[core]\n")
+	mkfile(t, filepath.Join(wt, "src", "main.go"), "package main\n")
+	filepath.Walk(wt, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, nobody, nobody) })
+	tcp, tcpGot := listenTCP(t)
+	beat := filepath.Join(wt, "src", "beat")
+
+	run := func(t *testing.T, full bool, ops string) ([]string, string, error) {
+		args := []string{"-hostile", hostilePath(), "-worktree", wt, "-home", home, "-no-userns", strconv.Itoa(nobody), "-protect", gitDir, "-ops", ops}
+		if full {
+			args = append(args, "-full")
+		}
+		cmd := exec.Command(hostPath(), args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{
+			Cloneflags:                 syscall.CLONE_NEWUSER,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: nobody - 1, Size: 1}, {ContainerID: nobody, HostID: nobody, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: nobody - 1, Size: 1}, {ContainerID: nobody, HostID: nobody, Size: 1}},
+			GidMappingsEnableSetgroups: true,
+			Credential:                 &syscall.Credential{Uid: 0, Gid: 0},
+		}
+		cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+		cmd.Dir = wt
+		var stderr lockedBuffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		return strings.Split(strings.TrimSpace(string(out)), "\n"), stderr.String(), err
+	}
+
+	t.Run("full required", func(t *testing.T) {
+		_, stderr, err := run(t, true, "[]")
+		if err == nil {
+			t.Fatal("the server started although full confinement was required and user namespaces are refused")
+		}
+		for _, want := range []string{ErrUnsupported.Error(), `sandbox = "full"`, "reduced tier"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("the error lacks %q: %s", want, stderr)
+			}
+		}
+	})
+
+	ops := fmt.Sprintf(`[
+		{"op":"write","args":[%q]},
+		{"op":"read","args":[%q]},
+		{"op":"write","args":["/etc/mcphost-planted"]},
+		{"op":"write","args":[%q]},
+		{"op":"tcp","args":[%q]},
+		{"op":"write","args":[%q]},
+		{"op":"rename","args":[%q, %q]},
+		{"op":"parent-environ"},
+		{"op":"userns"},
+		{"op":"daemon","args":[%q]},
+		{"op":"status"}]`,
+		filepath.Join(wt, "src", "new"), secret, filepath.Join(home, "planted"), tcp,
+		filepath.Join(gitDir, "config"), gitDir, filepath.Join(wt, "gone"), beat)
+	lines, stderr, err := run(t, false, ops)
+	if err != nil {
+		t.Fatalf("host fixture: %v\n%s", err, stderr)
+	}
+	var replies, lacks []string
+	conf := ""
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "confinement: "):
+			conf = strings.TrimPrefix(l, "confinement: ")
+		case strings.HasPrefix(l, "lacks: "):
+			lacks = append(lacks, l)
+		case strings.HasPrefix(l, "{"):
+			replies = append(replies, l)
+		}
+	}
+	t.Logf("confinement %s; %d lacks", conf, len(lacks))
+	if !strings.Contains(conf, "+reduced") || strings.Contains(conf, "ns") {
+		t.Errorf("confinement %q: want the reduced tier, without namespaces", conf)
+	}
+	if len(lacks) < 3 {
+		t.Errorf("it says it lacks only %q", lacks)
+	}
+	names := []string{"write its worktree", "read a secret in HOME", "write /etc", "write HOME", "reach a TCP listener",
+		"write the protected .git", "rename the protected .git", "read the helper's environment", "create a user namespace", "leave a daemon", "status"}
+	want := []bool{true, false, false, false, false, false, false, false, false, true, true}
+	if len(replies) != len(want) {
+		t.Fatalf("replies %q\nstderr: %s", replies, stderr)
+	}
+	for i, w := range want {
+		if ok := strings.HasPrefix(replies[i], `{"ok":true`); ok != w {
+			t.Errorf("%s: %s, want ok=%v", names[i], replies[i], w)
+		}
+	}
+	for _, w := range []string{`NoNewPrivs:\t1`, `Seccomp:\t2`, `CapEff:\t0000000000000000`} {
+		if !strings.Contains(replies[10], w) {
+			t.Errorf("status lacks %s", w)
+		}
+	}
+	if tcpGot() != 0 {
+		t.Error("the TCP listener accepted a connection")
+	}
+	if got, _ := os.ReadFile(filepath.Join(gitDir, "config")); string(got) != "[core]\n" {
+		t.Errorf(".git/config is now %q", got)
+	}
+	// The fixture closed its server and exited: the daemon's grandchild
+	// must be gone with it.
+	st1, err := os.Stat(beat)
+	if err != nil {
+		t.Fatalf("the daemon never ran: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if st2, _ := os.Stat(beat); st2.Size() != st1.Size() {
+		t.Errorf("a daemon of the server outlived Close: %s still grows", beat)
+	}
+}
+
 // TestStartContext: a cancelled context stops the start, not the server.
 func TestStartContext(t *testing.T) {
 	requireConfinement(t)

@@ -37,6 +37,9 @@ type spec struct {
 	Env []string `json:"env,omitempty"`
 	// Dir is the server's working directory.
 	Dir string `json:"dir,omitempty"`
+	// Reduced confines the server without namespaces (the host may not
+	// create a user namespace): Landlock, seccomp and no_new_privs only.
+	Reduced bool `json:"reduced,omitempty"`
 	// Network leaves the host's network reachable.
 	Network bool `json:"network,omitempty"`
 	// MaxABI, when positive, makes the helper use at most this Landlock
@@ -142,6 +145,9 @@ func decodeSpec(r io.Reader) (*spec, error) {
 func (s *spec) check() error {
 	if s.Probe && s.Off {
 		return errors.New("probe and off together")
+	}
+	if s.Reduced && (s.Off || len(s.Hide) > 0 || len(s.Links) > 0 || len(s.Idmap) > 0 || len(s.Cgroups) > 0 || s.Tmp != "" || len(s.Protect) > 0) {
+		return errors.New("reduced with namespaces' settings")
 	}
 	if !s.Probe {
 		if !isCanonical(s.Path) {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -82,7 +83,30 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		}
 		cg, limits = applyLimits(sp, cfg.Name, cfg.Limits.withDefaults())
 	}
-	p, err := launch(ctx, cfg.Name, sp, useUserNS(), cfg.Stderr, opts)
+	userNS := useUserNS()
+	if !cfg.Off && userNS && refusedUserNS() != "" {
+		if err := reduceOrRefuse(&cfg, sp, refusedUserNS()); err != nil {
+			removeAll(tmp)
+			return nil, err
+		}
+		userNS = false
+	}
+	p, err := launch(ctx, cfg.Name, sp, userNS, cfg.Stderr, opts)
+	if err != nil && errors.Is(err, errUserNSRefused) {
+		// The first start that meets the refusal: remember it, and start
+		// this server and every later one in the reduced tier.
+		why := err.Error()
+		var ue *userNSError
+		if errors.As(err, &ue) {
+			why = ue.why
+		}
+		refuseUserNS(why)
+		if rerr := reduceOrRefuse(&cfg, sp, why); rerr != nil {
+			err = rerr
+		} else {
+			p, err = launch(ctx, cfg.Name, sp, false, cfg.Stderr, opts)
+		}
+	}
 	for _, f := range sp.idmapFiles {
 		f.Close()
 	}
@@ -94,6 +118,15 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		return nil, err
 	}
 	p.limits = limits
+	if sp.Reduced {
+		abi, _ := landlockABI()
+		if opts.maxABI > 0 && abi > opts.maxABI {
+			abi = opts.maxABI
+		}
+		p.reduced = true
+		p.lacks = reducedLacks(abi, sp.Network)
+		p.limits = fmt.Sprintf("rlimits: %s data per process; processes and TMPDIR not bounded (reduced tier)", formatBytes(sp.Data))
+	}
 	if cg != nil {
 		p.removeCgroup, p.memoryHit = cg.remove, cg.oomKilled
 		p.memoryLimit = cfg.Limits.withDefaults().Memory
@@ -173,6 +206,20 @@ func useUserNS() bool {
 // from: programs, libraries, configuration, and the fresh /proc and /sys.
 func systemReadPaths() []string {
 	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys"}
+}
+
+// reduceOrRefuse turns sp into the reduced tier's spec, or, when cfg
+// requires full confinement, returns the error that says why it cannot be
+// had (why: the kernel's refusal).
+func reduceOrRefuse(cfg *Config, sp *spec, why string) error {
+	if cfg.RequireFull {
+		return fmt.Errorf("%w: server %q: full confinement is required (sandbox = \"full\" in its [mcp.%s] table), but %s; an administrator can allow unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 0, user.max_user_namespaces > 0), or remove sandbox = \"full\" to run it in the reduced tier, which lacks: %s",
+			ErrUnsupported, cfg.Name, cfg.Name, why, strings.Join(reducedLacks(0, sp.Network)[:3], "; "))
+	}
+	if err := reduce(sp); err != nil {
+		return unsupported(cfg.Name, fmt.Sprintf("%s, and the reduced tier cannot run either: %v", why, err))
+	}
+	return nil
 }
 
 // applyLimits puts l into sp: a cgroup for processes and memory where the
@@ -690,7 +737,7 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 		// /dev/tty and push keystrokes into the user's shell (TIOCSTI).
 		Setsid: true,
 	}
-	if !sp.Off {
+	if !sp.Off && !sp.Reduced {
 		// If the thread that started the helper ends, or the host dies,
 		// the kernel kills the helper, and with it (as init of its PID
 		// namespace) every process of the server.
@@ -754,7 +801,7 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	if err := <-started; err != nil {
 		closeAll(childEnds)
 		closeAll(hostEnds)
-		return nil, startError(name, sp, err)
+		return nil, startError(name, sp, userNS, err)
 	}
 	closeAll(childEnds)
 	if stderrR != nil {
@@ -785,6 +832,12 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	if res.rep.Error != "" {
 		p.abort()
 		if res.rep.Unsupported {
+			if userNS {
+				// In a user namespace the kernel gave, a step that needs
+				// its privileges failed (an AppArmor policy empties them).
+				why := "in the user namespace the kernel gave, " + res.rep.Error
+				return nil, &userNSError{why, unsupported(name, why)}
+			}
 			return nil, unsupported(name, res.rep.Error)
 		}
 		return nil, fmt.Errorf("sandbox: server %q: %s", name, res.rep.Error)
@@ -796,13 +849,17 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 }
 
 // startError explains a failure to start the helper process itself.
-func startError(name string, sp *spec, err error) error {
+func startError(name string, sp *spec, userNS bool, err error) error {
 	if !sp.Off {
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
 			switch errno {
 			case syscall.EPERM, syscall.EINVAL, syscall.ENOSPC, syscall.EUSERS, syscall.EACCES:
-				return unsupported(name, fmt.Sprintf("creating the sandbox's namespaces failed (%v); user namespaces may be disabled for unprivileged users (sysctls kernel.unprivileged_userns_clone, user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns) or forbidden in this container", err))
+				u := unsupported(name, fmt.Sprintf("creating the sandbox's namespaces failed (%v); user namespaces may be disabled for unprivileged users (sysctls kernel.unprivileged_userns_clone, user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns) or forbidden in this container", err))
+				if userNS {
+					return &userNSError{fmt.Sprintf("the kernel refuses this user a user namespace (%v)", errno), u}
+				}
+				return u
 			}
 		}
 		if errors.Is(err, fs.ErrNotExist) {

@@ -523,10 +523,15 @@ func TestUnsupportedError(t *testing.T) {
 	}
 	// Refused namespaces are a kernel matter; a missing program is not.
 	sp := &spec{}
-	if err := startError("n", sp, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); !errors.Is(err, ErrUnsupported) {
+	if err := startError("n", sp, false, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); !errors.Is(err, ErrUnsupported) || errors.Is(err, errUserNSRefused) {
 		t.Errorf("EPERM from clone: %v", err)
 	}
-	if err := startError("n", &spec{Off: true}, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); errors.Is(err, ErrUnsupported) {
+	// With a user namespace asked for, the refusal sends the start to the
+	// reduced tier.
+	if err := startError("n", sp, true, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); !errors.Is(err, ErrUnsupported) || !errors.Is(err, errUserNSRefused) {
+		t.Errorf("EPERM from clone with a user namespace: %v", err)
+	}
+	if err := startError("n", &spec{Off: true}, false, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); errors.Is(err, ErrUnsupported) {
 		t.Errorf("EPERM unconfined: %v", err)
 	}
 }

@@ -80,6 +80,9 @@ func writeList(w io.Writer, tools []mcphost.Tool, servers []mcphost.ServerInfo, 
 		if s.Limits != "" {
 			fmt.Fprintf(w, "%*s  limits: %s\n", sw, "", s.Limits)
 		}
+		for _, l := range s.Lacks {
+			fmt.Fprintf(w, "%*s  lacks: %s\n", sw, "", l)
+		}
 	}
 	if len(notices) > 0 {
 		fmt.Fprintf(w, "\n%snotices:%s\n", p.dim, p.reset)

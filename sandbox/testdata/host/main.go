@@ -5,7 +5,13 @@
 //
 // Usage:
 //
-//	host -hostile PATH -worktree DIR [-off] [-home DIR] -ops JSON
+//	host -hostile PATH -worktree DIR [-off] [-home DIR] [-no-userns UID] [-full] [-protect P] -ops JSON
+//
+// With -no-userns it must start as root of a user namespace of its own: it
+// forbids nested user namespaces there (user.max_user_namespaces = 0),
+// becomes UID with no capability, and only then starts the server, as an
+// ordinary user on a host without user namespaces would. It then also
+// prints a line "lacks: ..." for each thing the confinement lacks.
 //
 // It starts the server, sends it each request of the JSON array ops (each
 // {"op": ..., "args": [...]}), prints a line "confinement: ...", a line
@@ -20,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/mcphost/mcphost/sandbox"
@@ -32,7 +39,28 @@ func main() {
 	home := flag.String("home", "", "HOME of the server's host environment")
 	ops := flag.String("ops", "[]", "requests to send, a JSON array")
 	wait := flag.Bool("wait", false, "block after the requests until killed")
+	noUserNS := flag.Int("no-userns", 0, "forbid user namespaces, then become this user")
+	full := flag.Bool("full", false, "require full confinement")
+	protect := flag.String("protect", "", "a path to protect")
 	flag.Parse()
+	if *noUserNS != 0 {
+		if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0); err != nil {
+			fatal(err)
+		}
+		if err := syscall.Setgroups(nil); err != nil {
+			fatal(err)
+		}
+		if err := syscall.Setgid(*noUserNS); err != nil {
+			fatal(err)
+		}
+		if err := syscall.Setuid(*noUserNS); err != nil {
+			fatal(err)
+		}
+	}
+	var protects []string
+	if *protect != "" {
+		protects = []string{*protect}
+	}
 
 	var reqs []json.RawMessage
 	if err := json.Unmarshal([]byte(*ops), &reqs); err != nil {
@@ -45,18 +73,25 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p, err := sandbox.Start(ctx, sandbox.Config{
-		Name:     "hostile",
-		Argv:     []string{*hostile},
-		Worktree: *worktree,
-		HostEnv:  env,
-		Off:      *off,
-		Stderr:   os.Stderr,
+		Name:        "hostile",
+		Argv:        []string{*hostile},
+		Worktree:    *worktree,
+		HostEnv:     env,
+		Off:         *off,
+		RequireFull: *full,
+		Protect:     protects,
+		Stderr:      os.Stderr,
 	})
 	if err != nil {
 		fatal(err)
 	}
 	fmt.Println("confinement:", p.Confinement())
 	fmt.Println("tempdir:", p.TempDir())
+	if *noUserNS != 0 {
+		for _, l := range p.Lacks() {
+			fmt.Println("lacks:", l)
+		}
+	}
 	sc := bufio.NewScanner(p.Stdout())
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for _, r := range reqs {
