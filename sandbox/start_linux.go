@@ -125,7 +125,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		}
 		p.reduced = true
 		p.lacks = reducedLacks(abi, sp.Network)
-		p.limits = fmt.Sprintf("rlimits: %s data per process; processes and TMPDIR not bounded (reduced tier)", formatBytes(sp.Data))
+		p.limits = fmt.Sprintf("rlimits: %s data/process; no process or tmp bound", formatBytes(sp.Data))
 	}
 	if cg != nil {
 		p.removeCgroup, p.memoryHit = cg.remove, cg.oomKilled
@@ -227,22 +227,21 @@ func reduceOrRefuse(cfg *Config, sp *spec, why string) error {
 // cgroup, if any, and the words Process.Limits gives.
 func applyLimits(sp *spec, name string, l Limits) (*cgroup, string) {
 	sp.TmpSize = l.Tmp
-	tmp := fmt.Sprintf("TMPDIR and /dev/shm %s each", formatBytes(l.Tmp))
 	if dropsRoot() {
 		cg, err := newCgroup(name, l)
 		if err == nil {
 			sp.Cgroups = cg.dirs
-			return cg, fmt.Sprintf("cgroup v%d: %d processes, %s memory; %s", cg.version, l.Processes, formatBytes(l.Memory), tmp)
+			return cg, fmt.Sprintf("cgroup v%d: %d processes, %s memory, %s tmp", cg.version, l.Processes, formatBytes(l.Memory), formatBytes(l.Tmp))
 		}
 		// Without a cgroup, a root host's servers all run as ServerID in
 		// the initial user namespace, where RLIMIT_NPROC would count them
 		// together: only the per-process memory bound applies.
 		sp.Data = l.Memory
-		return nil, fmt.Sprintf("rlimits (no cgroup: %v): %s data per process, processes unbounded; %s", err, formatBytes(l.Memory), tmp)
+		return nil, fmt.Sprintf("rlimits: %s data/process, %s tmp; no process bound (no cgroup: %v)", formatBytes(l.Memory), formatBytes(l.Tmp), err)
 	}
 	sp.NProc = l.Processes
 	sp.Data = l.Memory
-	return nil, fmt.Sprintf("rlimits: %d processes, %s data per process; %s", l.Processes, formatBytes(l.Memory), tmp)
+	return nil, fmt.Sprintf("rlimits: %d processes, %s data/process, %s tmp", l.Processes, formatBytes(l.Memory), formatBytes(l.Tmp))
 }
 
 // formatBytes writes n in the largest binary unit that divides it.
