@@ -59,10 +59,12 @@ func newCgroup(name string, l Limits) (*cgroup, error) {
 		pids := filepath.Join(cgroupRoot, "pids", pidsPath, leaf)
 		mem := filepath.Join(cgroupRoot, "memory", memPath, leaf)
 		cg := &cgroup{dirs: []string{pids, mem}, memDir: mem, version: 1}
-		if err := cg.make(map[string]string{
-			filepath.Join(pids, "pids.max"):                   strconv.Itoa(l.Processes),
-			filepath.Join(mem, "memory.limit_in_bytes"):       strconv.FormatInt(l.Memory, 10),
-			filepath.Join(mem, "memory.memsw.limit_in_bytes"): strconv.FormatInt(l.Memory, 10),
+		// memsw (memory and swap) may not be set below memory, so it goes
+		// second.
+		if err := cg.make([][2]string{
+			{filepath.Join(pids, "pids.max"), strconv.Itoa(l.Processes)},
+			{filepath.Join(mem, "memory.limit_in_bytes"), strconv.FormatInt(l.Memory, 10)},
+			{filepath.Join(mem, "memory.memsw.limit_in_bytes"), strconv.FormatInt(l.Memory, 10)},
 		}, filepath.Join(mem, "memory.memsw.limit_in_bytes")); err != nil {
 			return nil, err
 		}
@@ -81,26 +83,28 @@ func newCgroup(name string, l Limits) (*cgroup, error) {
 	}
 	dir := filepath.Join(parent, leaf)
 	cg := &cgroup{dirs: []string{dir}, memDir: dir, version: 2}
-	if err := cg.make(map[string]string{
-		filepath.Join(dir, "pids.max"):        strconv.Itoa(l.Processes),
-		filepath.Join(dir, "memory.max"):      strconv.FormatInt(l.Memory, 10),
-		filepath.Join(dir, "memory.swap.max"): "0",
+	if err := cg.make([][2]string{
+		{filepath.Join(dir, "pids.max"), strconv.Itoa(l.Processes)},
+		{filepath.Join(dir, "memory.max"), strconv.FormatInt(l.Memory, 10)},
+		{filepath.Join(dir, "memory.swap.max"), "0"},
 	}, filepath.Join(dir, "memory.swap.max")); err != nil {
 		return nil, err
 	}
 	return cg, nil
 }
 
-// make creates the directories and writes the limit files; optional names
-// a file that may be missing (swap accounting is a kernel option).
-func (cg *cgroup) make(files map[string]string, optional string) error {
+// make creates the directories and writes the limit files, file and value,
+// in order; optional names a file that may be missing (swap accounting is
+// a kernel option).
+func (cg *cgroup) make(files [][2]string, optional string) error {
 	for _, d := range cg.dirs {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			cg.remove()
 			return err
 		}
 	}
-	for f, v := range files {
+	for _, fv := range files {
+		f, v := fv[0], fv[1]
 		err := os.WriteFile(f, []byte(v), 0)
 		if err != nil && !(f == optional && errors.Is(err, os.ErrNotExist)) {
 			cg.remove()

@@ -1309,9 +1309,10 @@ func TestReducedTier(t *testing.T) {
 		{"op":"parent-environ"},
 		{"op":"userns"},
 		{"op":"daemon","args":[%q]},
+		{"op":"wait-file","args":[%q]},
 		{"op":"status"}]`,
 		filepath.Join(wt, "src", "new"), secret, filepath.Join(home, "planted"), tcp,
-		filepath.Join(gitDir, "config"), gitDir, filepath.Join(wt, "gone"), beat)
+		filepath.Join(gitDir, "config"), gitDir, filepath.Join(wt, "gone"), beat, beat)
 	lines, stderr, err := run(t, false, ops)
 	if err != nil {
 		t.Fatalf("host fixture: %v\n%s", err, stderr)
@@ -1336,8 +1337,8 @@ func TestReducedTier(t *testing.T) {
 		t.Errorf("it says it lacks only %q", lacks)
 	}
 	names := []string{"write its worktree", "read a secret in HOME", "write /etc", "write HOME", "reach a TCP listener",
-		"write the protected .git", "rename the protected .git", "read the helper's environment", "create a user namespace", "leave a daemon", "status"}
-	want := []bool{true, false, false, false, false, false, false, false, false, true, true}
+		"write the protected .git", "rename the protected .git", "read the helper's environment", "create a user namespace", "leave a daemon", "see it run", "status"}
+	want := []bool{true, false, false, false, false, false, false, false, false, true, true, true}
 	if len(replies) != len(want) {
 		t.Fatalf("replies %q\nstderr: %s", replies, stderr)
 	}
@@ -1347,7 +1348,7 @@ func TestReducedTier(t *testing.T) {
 		}
 	}
 	for _, w := range []string{`NoNewPrivs:\t1`, `Seccomp:\t2`, `CapEff:\t0000000000000000`} {
-		if !strings.Contains(replies[10], w) {
+		if !strings.Contains(replies[11], w) {
 			t.Errorf("status lacks %s", w)
 		}
 	}

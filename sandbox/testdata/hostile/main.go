@@ -133,6 +133,15 @@ func do(req request) reply {
 		// The environment of the process that started it (the helper).
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", os.Getppid()))
 		return result(string(b), err)
+	case "wait-file":
+		// Wait, at most 5s, until the file a0 exists.
+		for i := 0; i < 500; i++ {
+			if _, err := os.Stat(a0); err == nil {
+				return result("", nil)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return fail(fmt.Errorf("%s did not appear", a0))
 	case "stat":
 		st, err := os.Lstat(a0)
 		if err != nil {
