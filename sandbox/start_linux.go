@@ -137,8 +137,9 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 
 // Probe reports how this kernel can confine a server, as the string
 // Process.Confinement would give for a server with the network off (with
-// the network on, "+netns" is absent), or an error wrapping ErrUnsupported
-// that says what is missing. It sets up every layer in a real helper
+// the network on, "+netns" is absent; where user namespaces are refused,
+// the reduced tier's "+reduced"), or an error wrapping ErrUnsupported that
+// says what is missing. It sets up every layer in a real helper
 // process, so its answer is what Start would meet; that costs about as
 // much as starting a small server, a few milliseconds.
 func Probe() (string, error) {
@@ -153,7 +154,25 @@ func Probe() (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := launch(ctx, "", sp, useUserNS(), nil, startOptions{})
+	userNS := useUserNS()
+	if userNS && refusedUserNS() != "" {
+		if err := reduce(sp); err != nil {
+			return "", unsupported("", err.Error())
+		}
+		userNS = false
+	}
+	p, err := launch(ctx, "", sp, userNS, nil, startOptions{})
+	if err != nil && errors.Is(err, errUserNSRefused) {
+		// As Start would: remember the refusal, and probe the reduced tier.
+		var ue *userNSError
+		if errors.As(err, &ue) {
+			refuseUserNS(ue.why)
+		}
+		if rerr := reduce(sp); rerr != nil {
+			return "", unsupported("", rerr.Error())
+		}
+		p, err = launch(ctx, "", sp, false, nil, startOptions{})
+	}
 	if err != nil {
 		return "", err
 	}
