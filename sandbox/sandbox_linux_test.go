@@ -1291,7 +1291,7 @@ func TestReducedTier(t *testing.T) {
 		if err == nil {
 			t.Fatal("the server started although full confinement was required and user namespaces are refused")
 		}
-		for _, want := range []string{ErrUnsupported.Error(), `sandbox = "full"`, "reduced tier"} {
+		for _, want := range []string{ErrUnsupported.Error(), `sandbox = "full"`, "reduced tier", "user namespace"} {
 			if !strings.Contains(stderr, want) {
 				t.Errorf("the error lacks %q: %s", want, stderr)
 			}
@@ -1318,11 +1318,16 @@ func TestReducedTier(t *testing.T) {
 		t.Fatalf("host fixture: %v\n%s", err, stderr)
 	}
 	var replies, lacks []string
-	conf := ""
+	conf, probed := "", false
 	for _, l := range lines {
 		switch {
 		case strings.HasPrefix(l, "confinement: "):
 			conf = strings.TrimPrefix(l, "confinement: ")
+		case strings.HasPrefix(l, "probe: "):
+			probed = true
+			if !strings.HasSuffix(l, "+reduced") {
+				t.Errorf("Probe says %q, want the reduced tier", l)
+			}
 		case strings.HasPrefix(l, "lacks: "):
 			lacks = append(lacks, l)
 		case strings.HasPrefix(l, "{"):
@@ -1330,6 +1335,9 @@ func TestReducedTier(t *testing.T) {
 		}
 	}
 	t.Logf("confinement %s; %d lacks", conf, len(lacks))
+	if !probed {
+		t.Error("the fixture printed no probe line")
+	}
 	if !strings.Contains(conf, "+reduced") || strings.Contains(conf, "ns") {
 		t.Errorf("confinement %q: want the reduced tier, without namespaces", conf)
 	}

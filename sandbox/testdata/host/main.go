@@ -57,6 +57,13 @@ func main() {
 			fatal(err)
 		}
 	}
+	if *noUserNS != 0 {
+		conf, err := sandbox.Probe()
+		if err != nil {
+			fatal(err)
+		}
+		fmt.Println("probe:", conf)
+	}
 	var protects []string
 	if *protect != "" {
 		protects = []string{*protect}
