@@ -317,7 +317,10 @@ func confineAndStart(s *spec, rules []llRule, abi int) (int, error) {
 	if err := rs.restrictSelf(); err != nil {
 		return 0, unsupportedStep("landlock", err)
 	}
-	if err := installSeccomp(s.Network); err != nil {
+	// The reduced tier has no mount namespace to keep unix sockets out of
+	// reach; below ABI 9 Landlock does not either.
+	pathUnix := !s.Reduced || abi >= 9
+	if err := installSeccomp(s.Network, pathUnix); err != nil {
 		return 0, unsupportedStep("seccomp", err)
 	}
 	if s.Probe {

@@ -172,10 +172,10 @@ func reducedLacks(abi int, network bool) []string {
 		"around a protected path (.git, the config) it cannot create, remove or rename entries directly in the directories above it",
 	}
 	if abi < 9 {
-		l = append(l, "it can connect to listening pathname unix sockets anywhere it can name (Landlock below ABI 9)")
+		l = append(l, "no unix sockets of its own making: socket(AF_UNIX) is refused, since Landlock below ABI 9 would let it reach any listening one it can name (socketpair works)")
 	}
 	if abi < 6 {
-		l = append(l, "it can reach abstract unix sockets and signal your other processes (Landlock below ABI 6)")
+		l = append(l, "it can signal your other processes (Landlock below ABI 6)")
 	}
 	if !network && abi < 4 {
 		l = append(l, "TCP is refused by seccomp alone (Landlock below ABI 4)")

@@ -1264,6 +1264,13 @@ func TestReducedTier(t *testing.T) {
 	filepath.Walk(wt, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, nobody, nobody) })
 	tcp, tcpGot := listenTCP(t)
 	beat := filepath.Join(wt, "src", "beat")
+	// A session bus of the user's, say: a listening socket outside every
+	// grant, which nothing but the filter keeps it from in this tier.
+	bus := filepath.Join(mk("mcphost-reduced-run-"), "bus")
+	listenUnix(t, bus)
+	if err := os.Chown(bus, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
 
 	run := func(t *testing.T, full bool, ops string) ([]string, string, error) {
 		args := []string{"-hostile", hostilePath(), "-worktree", wt, "-home", home, "-no-userns", strconv.Itoa(nobody), "-protect", gitDir, "-ops", ops}
@@ -1304,6 +1311,7 @@ func TestReducedTier(t *testing.T) {
 		{"op":"write","args":["/etc/mcphost-planted"]},
 		{"op":"write","args":[%q]},
 		{"op":"tcp","args":[%q]},
+		{"op":"unix","args":[%q]},
 		{"op":"write","args":[%q]},
 		{"op":"rename","args":[%q, %q]},
 		{"op":"parent-environ"},
@@ -1311,7 +1319,7 @@ func TestReducedTier(t *testing.T) {
 		{"op":"daemon","args":[%q]},
 		{"op":"wait-file","args":[%q]},
 		{"op":"status"}]`,
-		filepath.Join(wt, "src", "new"), secret, filepath.Join(home, "planted"), tcp,
+		filepath.Join(wt, "src", "new"), secret, filepath.Join(home, "planted"), tcp, bus,
 		filepath.Join(gitDir, "config"), gitDir, filepath.Join(wt, "gone"), beat, beat)
 	lines, stderr, err := run(t, false, ops)
 	if err != nil {
@@ -1345,8 +1353,8 @@ func TestReducedTier(t *testing.T) {
 		t.Errorf("it says it lacks only %q", lacks)
 	}
 	names := []string{"write its worktree", "read a secret in HOME", "write /etc", "write HOME", "reach a TCP listener",
-		"write the protected .git", "rename the protected .git", "read the helper's environment", "create a user namespace", "leave a daemon", "see it run", "status"}
-	want := []bool{true, false, false, false, false, false, false, false, false, true, true, true}
+		"reach a unix socket outside its grants", "write the protected .git", "rename the protected .git", "read the helper's environment", "create a user namespace", "leave a daemon", "see it run", "status"}
+	want := []bool{true, false, false, false, false, false, false, false, false, false, true, true, true}
 	if len(replies) != len(want) {
 		t.Fatalf("replies %q\nstderr: %s", replies, stderr)
 	}
@@ -1356,7 +1364,7 @@ func TestReducedTier(t *testing.T) {
 		}
 	}
 	for _, w := range []string{`NoNewPrivs:\t1`, `Seccomp:\t2`, `CapEff:\t0000000000000000`} {
-		if !strings.Contains(replies[11], w) {
+		if !strings.Contains(replies[12], w) {
 			t.Errorf("status lacks %s", w)
 		}
 	}

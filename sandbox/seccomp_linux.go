@@ -46,8 +46,12 @@ const (
 
 func retErrno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e)&unix.SECCOMP_RET_DATA }
 
-// seccompProgram returns the filter for the native architecture.
-func seccompProgram(network bool) []unix.SockFilter {
+// seccompProgram returns the filter for the native architecture. With
+// pathUnix false, socket(2) for AF_UNIX fails with EACCES too (socketpair
+// still works): the reduced tier's servers, below Landlock ABI 9, would
+// otherwise reach any listening unix socket they can name, the user's
+// D-Bus session bus and through it their systemd manager among them.
+func seccompProgram(network, pathUnix bool) []unix.SockFilter {
 	var prog []unix.SockFilter
 	stmt := func(code uint16, k uint32) {
 		prog = append(prog, unix.SockFilter{Code: code, K: k})
@@ -85,6 +89,13 @@ func seccompProgram(network bool) []unix.SockFilter {
 		stmt(bpfRetK, retErrno(unix.EPERM))
 		stmt(bpfLdAbsW, seccompNrOff)
 	}
+	if !pathUnix {
+		jump(bpfJeqK, unix.SYS_SOCKET, 0, 4)
+		stmt(bpfLdAbsW, seccompArg0Off)
+		jump(bpfJeqK, unix.AF_UNIX, 0, 1)
+		stmt(bpfRetK, retErrno(unix.EACCES))
+		stmt(bpfLdAbsW, seccompNrOff)
+	}
 	if !network {
 		for _, nr := range []uint32{unix.SYS_SOCKET, unix.SYS_SOCKETPAIR} {
 			// if nr == socket { load domain; if domain == AF_UNIX allow
@@ -103,8 +114,8 @@ func seccompProgram(network bool) []unix.SockFilter {
 // installSeccomp loads the filter on the calling thread (no TSYNC: the
 // helper confines one locked thread and starts the server from it). The
 // thread must have no_new_privs set.
-func installSeccomp(network bool) error {
-	prog := seccompProgram(network)
+func installSeccomp(network, pathUnix bool) error {
+	prog := seccompProgram(network, pathUnix)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
 	if errno != 0 {

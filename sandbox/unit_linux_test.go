@@ -486,25 +486,27 @@ func TestSeccompProgram(t *testing.T) {
 		t.Skip("no seccomp filter on this architecture")
 	}
 	for _, network := range []bool{false, true} {
-		prog := seccompProgram(network)
-		if len(prog) == 0 || len(prog) > 4096 {
-			t.Fatalf("network=%v: %d instructions", network, len(prog))
-		}
-		for pc, ins := range prog {
-			switch ins.Code & 0x07 { // BPF instruction class
-			case 0x05: // BPF_JMP
-				for _, off := range []uint8{ins.Jt, ins.Jf} {
-					if pc+1+int(off) >= len(prog) {
-						t.Errorf("network=%v: jump at %d leaves the program", network, pc)
+		for _, pathUnix := range []bool{false, true} {
+			prog := seccompProgram(network, pathUnix)
+			if len(prog) == 0 || len(prog) > 4096 {
+				t.Fatalf("network=%v: %d instructions", network, len(prog))
+			}
+			for pc, ins := range prog {
+				switch ins.Code & 0x07 { // BPF instruction class
+				case 0x05: // BPF_JMP
+					for _, off := range []uint8{ins.Jt, ins.Jf} {
+						if pc+1+int(off) >= len(prog) {
+							t.Errorf("network=%v: jump at %d leaves the program", network, pc)
+						}
 					}
 				}
 			}
-		}
-		if last := prog[len(prog)-1]; last.Code != bpfRetK || last.K != retAllow {
-			t.Errorf("network=%v: the program does not end by allowing", network)
+			if last := prog[len(prog)-1]; last.Code != bpfRetK || last.K != retAllow {
+				t.Errorf("network=%v: the program does not end by allowing", network)
+			}
 		}
 	}
-	if len(seccompProgram(false)) <= len(seccompProgram(true)) {
+	if len(seccompProgram(false, true)) <= len(seccompProgram(true, true)) {
 		t.Error("the network-off filter checks nothing more than the network-on one")
 	}
 }
