@@ -69,6 +69,12 @@ func (s *Session) call(ctx context.Context, name string, args json.RawMessage) (
 		if e.Decision == Deny {
 			return nil, rec, fmt.Errorf("%w: [mcp.%s] denies %q", ErrDenied, e.Server, e.Tool.Tool)
 		}
+		if e.Withheld {
+			// Not offered, so not the Approver's to decide: a person
+			// reviews it first.
+			return nil, rec, fmt.Errorf("%w: [mcp.%s] listed %q after its last review and holds such tools until a person reviews them (new_tools = \"hold\"): run `mcphost approve %s`",
+				ErrNeedsApproval, e.Server, e.Tool.Tool, e.Name)
+		}
 		serverArgs, err := e.closed.ForServer(args)
 		switch {
 		case errors.Is(err, schema.ErrUncheckable):
@@ -123,24 +129,29 @@ func (s *Session) approve(ctx context.Context, e *toolEntry, args json.RawMessag
 			ErrNeedsApproval, approvalReason(e), e.Name)
 	}
 	req := ApprovalRequest{Tool: e.Tool.clone(), Arguments: args, Reason: approvalReason(e)}
-	if e.Pin == PinChanged {
-		if changes, err := s.diff(e); err == nil {
-			req.Changes = changes
-		}
+	changes, diff, err := s.reviewText(e)
+	if err != nil {
+		// Fail closed: a person must not approve a change they cannot see.
+		return fmt.Errorf("%w: %s, but what changed cannot be shown: %w", ErrNeedsApproval, req.Reason, err)
 	}
-	ok, err := s.opts.Approver(ctx, req)
+	req.Changes, req.Diff = changes, diff
+	v, err := s.opts.Approver(ctx, req)
 	if err != nil {
 		return fmt.Errorf("approver: %w", err)
 	}
-	if !ok {
-		return fmt.Errorf("%w: the approver declined (%s)", ErrDeclined, req.Reason)
-	}
-	if e.Pin == PinChanged && !s.opts.ReadOnlyState {
-		// The person saw the tool as it is now and let it run: that is a
-		// review, so the change stops asking.
+	switch v {
+	case ApproveOnce:
+	case ApproveAndReview:
+		if e.Pin == PinSame || s.opts.ReadOnlyState {
+			break // nothing to record, or not allowed to
+		}
+		// The person saw the tool as it is now and chose to review it:
+		// the change or the new tool stops asking to be looked at.
 		if err := s.review(e); err != nil {
 			s.addNotice(fmt.Sprintf("approved %s, but could not record the review: %v", e.Name, err))
 		}
+	default:
+		return fmt.Errorf("%w: the approver declined (%s)", ErrDeclined, req.Reason)
 	}
 	return nil
 }
@@ -149,6 +160,8 @@ func approvalReason(e *toolEntry) string {
 	switch {
 	case e.Pin == PinChanged:
 		return fmt.Sprintf("it changed since its review (%s)", describe(e.Changed))
+	case e.unreviewed:
+		return fmt.Sprintf("[mcp.%s] listed it after its last review, and no person has reviewed it since", e.Server)
 	case e.srv.cfg.policy(e.Tool.Tool) == Allow:
 		return "its review could not be read or recorded (see the notices)"
 	default:

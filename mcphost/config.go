@@ -56,6 +56,13 @@ type ServerConfig struct {
 	// Default is the decision for tools in neither list: Approval (the
 	// default when empty) or Deny.
 	Default Decision `json:"default"`
+	// HoldNewTools (`new_tools = "hold"`) keeps tools the server lists
+	// after its first review, and that no person has reviewed since, from
+	// the model: Session.Tools leaves them out and calls of them are
+	// refused until Session.Approve (`mcphost approve`) records them. The
+	// default (`new_tools = "offer"`) offers them at once, each call asking
+	// the Approver, with a notice.
+	HoldNewTools bool `json:"hold_new_tools,omitempty"`
 	// Env holds literal variables added to the scrubbed environment.
 	Env map[string]string `json:"env,omitempty"`
 	// EnvPass names variables copied from the host's environment.
@@ -112,6 +119,7 @@ type rawServer struct {
 	Allow          []string          `toml:"allow"`
 	Deny           []string          `toml:"deny"`
 	Default        string            `toml:"default"`
+	NewTools       string            `toml:"new_tools"`
 	Env            map[string]string `toml:"env"`
 	EnvPass        []string          `toml:"env_pass"`
 	Network        bool              `toml:"network"`
@@ -127,7 +135,7 @@ type rawServer struct {
 }
 
 var knownKeys = []string{"allow", "call_timeout", "command", "default", "deny", "env", "env_pass",
-	"max_memory", "max_output", "max_processes", "max_tmp", "network", "read", "sandbox", "startup_timeout", "write"}
+	"max_memory", "max_output", "max_processes", "max_tmp", "network", "new_tools", "read", "sandbox", "startup_timeout", "write"}
 
 // Parse reads the [mcp.<name>] tables of a TOML document and ignores
 // everything else in it, so an agent can keep its own settings in the same
@@ -284,6 +292,13 @@ func (r rawServer) config(name string) (ServerConfig, []error) {
 		sc.Default = Deny
 	default:
 		bad("default", "%q is not allowed; use \"approval\" (the default) or \"deny\"", r.Default)
+	}
+	switch r.NewTools {
+	case "", "offer":
+	case "hold":
+		sc.HoldNewTools = true
+	default:
+		bad("new_tools", "%q is not allowed; use \"offer\" (the default: offered at once, each call asks) or \"hold\" (not offered until mcphost approve)", r.NewTools)
 	}
 	switch r.Sandbox {
 	case "", "on":

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -758,8 +757,8 @@ func prepareOne(raw json.RawMessage) prepared {
 }
 
 // build applies naming, schema closing, policy and pins to a server's raw
-// tools. It returns the tools to publish, the first-seen allowed tools to
-// record, and notices.
+// tools. It returns the tools to publish, the first-seen tools to record,
+// and notices.
 func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*toolEntry, recs []pinRecord, notices []string) {
 	cfg := srv.cfg
 	preps := srv.prepare(raws)
@@ -832,32 +831,19 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		if t.Fields == nil {
 			t.Fields = []string{}
 		}
-		if t.Decision == Allow {
-			switch {
-			case ls.err != nil || ls.state == nil:
-				// The pins cannot be read: trust nothing.
-				t.Decision = Approval
-			default:
-				prev, ok := ls.state.Tools[pinKey(cfg.Name, name)]
-				switch {
-				case !ok:
-					t.Pin = PinNew
-					recs = append(recs, pinRecord{pinKey(cfg.Name, name), pin.Entry{Digest: digest, Definition: raw, ReviewedAt: now}})
-				case prev.Digest == digest:
-					t.Pin = PinSame
-				default:
-					t.Pin = PinChanged
-					t.Decision = Approval
-					if changes, err := pin.Diff(prev.Definition, raw); err == nil {
-						for _, c := range changes {
-							t.Changed = append(t.Changed, c.Field)
-						}
-					}
-					notices = append(notices, fmt.Sprintf("tool %s changed since its review (%s): it needs approval until re-reviewed (mcphost approve %s)", model, describe(t.Changed), model))
-				}
+		var unreviewed bool
+		if t.Decision != Deny {
+			var rec *pinRecord
+			var notice string
+			rec, unreviewed, notice = srv.pinTool(&t, ls, now)
+			if rec != nil {
+				recs = append(recs, *rec)
+			}
+			if notice != "" {
+				notices = append(notices, notice)
 			}
 		}
-		entries = append(entries, &toolEntry{Tool: t, closed: closed, srv: srv})
+		entries = append(entries, &toolEntry{Tool: t, closed: closed, srv: srv, unreviewed: unreviewed})
 	}
 	for _, list := range []struct {
 		key   string
@@ -870,19 +856,8 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		}
 	}
 	if ls.state != nil {
-		// The server-level pin: tool names it did not list when it was
-		// last reviewed are worth a person's look even when they are not
-		// allowed (a new tool is a new instruction to the model).
-		if prev, ok := ls.state.Servers[cfg.Name]; ok {
-			var fresh []string
-			for _, e := range entries {
-				if !slices.Contains(prev.Tools, e.Tool.Tool) {
-					fresh = append(fresh, e.Name)
-				}
-			}
-			if len(fresh) > 0 {
-				notices = append(notices, fmt.Sprintf("server %s lists %d tool(s) it did not list at its last review: %s", cfg.Name, len(fresh), strings.Join(fresh, ", ")))
-			}
+		if n := srv.newToolsNotice(entries, ls); n != "" {
+			notices = append(notices, n)
 		}
 		for key := range ls.state.Tools {
 			rest, ok := strings.CutPrefix(key, cfg.Name+"/")

@@ -45,10 +45,10 @@ type Options struct {
 	// level, the servers' stderr lines. Nil: nothing is logged.
 	Logger *slog.Logger
 	// ReadOnlyState keeps the session from writing the state file on its
-	// own: first-seen allowed tools show as PinNew (and are allowed) but are
-	// not recorded, and an approved call of a changed tool is approved once
-	// without recording a review. Session.Approve still records. mcphost
-	// list, check and call use it.
+	// own: first-seen tools show as PinNew (an allowed one is allowed) but
+	// are not recorded, and an Approver's ApproveAndReview approves the one
+	// call without recording a review. Session.Approve still records.
+	// mcphost list, check and call use it.
 	ReadOnlyState bool
 	// OnToolsChanged is called after a server's tools changed mid-session,
 	// with that server's name: from a goroutine of the session's after
@@ -66,22 +66,63 @@ type Options struct {
 }
 
 // Approver decides whether a call of a tool that needs approval may go
-// ahead. It is called from the goroutine of Session.Call, possibly from many
-// at once. Returning true approves this one call; if the tool needed approval
-// because it changed since its review, approving also records the tool as
-// reviewed, as `mcphost approve` does. An error fails the call with it.
-type Approver func(ctx context.Context, req ApprovalRequest) (bool, error)
+// ahead, and whether the person reviewed the tool as it is now. It is
+// called from the goroutine of Session.Call, possibly from many at once,
+// and should show the person ApprovalRequest.Diff. Its Verdict says what
+// was decided; Decline (the zero value) or an error fails the call, an
+// error with that error wrapped.
+type Approver func(ctx context.Context, req ApprovalRequest) (Verdict, error)
+
+// Verdict is an Approver's answer.
+type Verdict int
+
+const (
+	// Decline: the call does not go ahead (ErrDeclined). The zero value,
+	// so that an Approver that says nothing says no.
+	Decline Verdict = iota
+	// ApproveOnce: this one call goes ahead. Nothing is recorded: a tool
+	// that changed or was never reviewed asks, with its diff, next time.
+	ApproveOnce
+	// ApproveAndReview: this call goes ahead, and the tool is recorded as
+	// reviewed as it is now (ApprovalRequest.Tool.Definition), as
+	// `mcphost approve` does: a changed allowed tool is allowed again, a
+	// changed or new tool stops being flagged, a withheld one is offered.
+	// In a session with ReadOnlyState it is ApproveOnce.
+	ApproveAndReview
+)
+
+// String returns "decline", "approve once" or "approve and review".
+func (v Verdict) String() string {
+	switch v {
+	case Decline:
+		return "decline"
+	case ApproveOnce:
+		return "approve once"
+	case ApproveAndReview:
+		return "approve and review"
+	}
+	return fmt.Sprintf("Verdict(%d)", int(v))
+}
 
 // ApprovalRequest is what an Approver is asked about.
 type ApprovalRequest struct {
 	Tool Tool
 	// Arguments are the arguments as the server will receive them.
 	Arguments json.RawMessage
-	// Reason says why approval is needed, for a person to read.
+	// Reason says why approval is needed, for a person to read. It may name
+	// fields of the server's definition: print it through pin.Visible.
 	Reason string
 	// Changes lists what changed since the tool's review, when Tool.Pin is
 	// PinChanged.
 	Changes []pin.Change
+	// Diff is what `mcphost approve` shows, ready to print: for a tool that
+	// changed since its review (Tool.Pin PinChanged), a line diff of each
+	// changed field; for a tool with no review on record (PinNew,
+	// PinUnpinned), its whole definition; "" for a tool unchanged since its
+	// review. It is pin.Format's output: every invisible or control
+	// character is a visible escape (a zero-width space is <U+200B>), so it
+	// is safe to write to a terminal as it is.
+	Diff string
 }
 
 // CallRecord describes one finished Session.Call, for a journal.
@@ -145,6 +186,9 @@ type toolEntry struct {
 	Tool
 	closed *schema.Closed
 	srv    *server
+	// unreviewed: the server did not list the tool at its last review and
+	// no person has reviewed it since.
+	unreviewed bool
 }
 
 // DefaultStateDir returns the state directory for a worktree:
@@ -307,13 +351,13 @@ type loadedState struct {
 	err   error
 }
 
-// pinRecord is a first-seen allowed tool to record in the state file.
+// pinRecord is a first-seen tool to record in the state file.
 type pinRecord struct {
 	key   string
 	entry pin.Entry
 }
 
-// recordFirstSight writes first-seen allowed tools (trust on first use) in
+// recordFirstSight writes first-seen tools (trust on first use) in
 // one update, so parallel starts do not queue on the state file's lock. A
 // server seen for the first time also gets its set of tool names recorded.
 func (s *Session) recordFirstSight(recs []pinRecord) {
@@ -420,13 +464,15 @@ func (s *Session) Notices() []string {
 }
 
 // Tools returns the tools to offer the model: every tool whose decision is
-// Allow or Approval, sorted by name. Denied tools are left out (see
-// AllTools). The result is a copy the caller owns.
+// Allow or Approval and that is not Withheld, sorted by name. Denied and
+// withheld tools are left out (see AllTools). The result is a copy the
+// caller owns.
 func (s *Session) Tools() []Tool {
-	return s.collect(func(t *Tool) bool { return t.Decision != Deny })
+	return s.collect((*Tool).Offered)
 }
 
-// AllTools returns every tool of every running server, denied ones included,
+// AllTools returns every tool of every running server, denied and withheld
+// ones included,
 // sorted by name: what `mcphost list` shows a person.
 func (s *Session) AllTools() []Tool {
 	return s.collect(func(*Tool) bool { return true })
@@ -589,9 +635,10 @@ func (s *Session) Restart(ctx context.Context, server string) error {
 
 // Approve records the current definitions of the named tools (model names)
 // as reviewed, as `mcphost approve` does: an allowed tool that changed is
-// allowed again. It fails, recording nothing, for an unknown tool and for a
-// tool the config does not allow (reviewing it would change nothing; add it
-// to allow first); see CanApprove.
+// allowed again, a tool that needs approval is no longer flagged as changed
+// or new, and a withheld tool is offered. It fails, recording nothing, for
+// an unknown tool and for a denied one (nothing of it reaches the model);
+// see CanApprove.
 func (s *Session) Approve(names ...string) error {
 	entries, err := s.approvable(names)
 	if err != nil {
@@ -616,8 +663,8 @@ func (s *Session) approvable(names []string) ([]*toolEntry, error) {
 		if !ok {
 			return nil, fmt.Errorf("mcphost: approve %s: %w", printable(n, 100), ErrUnknownTool)
 		}
-		if p := e.srv.cfg.policy(e.Tool.Tool); p != Allow {
-			return nil, fmt.Errorf("mcphost: approve %s: the config of [mcp.%s] decides %q for it, not allow: add %q to its allow list to have calls go ahead without asking", n, e.Server, p, e.Tool.Tool)
+		if e.srv.cfg.policy(e.Tool.Tool) == Deny {
+			return nil, fmt.Errorf("mcphost: approve %s: the config of [mcp.%s] denies it, so it is never offered nor called and there is nothing to review", n, e.Server)
 		}
 		entries = append(entries, e)
 	}
@@ -627,17 +674,33 @@ func (s *Session) approvable(names []string) ([]*toolEntry, error) {
 // review records tools as reviewed and publishes them as allowed.
 func (s *Session) review(entries ...*toolEntry) error {
 	now := time.Now().UTC()
-	servers := map[string][]string{}
+	all := map[string][]string{} // every tool of each server, for its first review
 	for _, e := range entries {
-		servers[e.Server] = s.toolNames(e.Server)
+		if _, ok := all[e.Server]; !ok {
+			all[e.Server] = s.toolNames(e.Server)
+		}
 	}
 	err := s.store.Update(func(st *pin.State) error {
 		for _, e := range entries {
 			st.Tools[pinKey(e.Server, e.Tool.Tool)] = pin.Entry{Digest: e.Digest, Definition: e.Definition, ReviewedAt: now}
 		}
-		// The person reviewed the server as it lists now.
-		for server, names := range servers {
-			st.Servers[server] = pin.ServerEntry{Tools: names}
+		// A server reviewed before keeps its reviewed names plus these:
+		// reviewing one tool says nothing of the others a server added.
+		// A server never reviewed starts as it lists now, as a first
+		// session would record it.
+		for server, names := range all {
+			sp, ok := st.Servers[server]
+			if !ok {
+				st.Servers[server] = pin.ServerEntry{Tools: names}
+				continue
+			}
+			sp.Tools = slices.Clone(sp.Tools)
+			for _, e := range entries {
+				if e.Server == server && !slices.Contains(sp.Tools, e.Tool.Tool) {
+					sp.Tools = append(sp.Tools, e.Tool.Tool)
+				}
+			}
+			st.Servers[server] = sp
 		}
 		return nil
 	})
@@ -652,10 +715,8 @@ func (s *Session) review(entries ...*toolEntry) error {
 			continue // it changed again meanwhile: leave the newer state be
 		}
 		upd := *cur
-		if upd.srv.cfg.policy(upd.Tool.Tool) == Allow {
-			upd.Decision = Allow
-		}
-		upd.Pin, upd.Changed = PinSame, nil
+		upd.Decision = upd.srv.cfg.policy(upd.Tool.Tool)
+		upd.Pin, upd.Changed, upd.Withheld, upd.unreviewed = PinSame, nil, false, false
 		s.tools[e.Name] = &upd
 	}
 	return nil

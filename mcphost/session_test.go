@@ -85,11 +85,14 @@ func TestCallAllowedDeniedApproval(t *testing.T) {
 	var asked []string
 	var mu sync.Mutex
 	opts := e.opts()
-	opts.Approver = func(_ context.Context, req ApprovalRequest) (bool, error) {
+	opts.Approver = func(_ context.Context, req ApprovalRequest) (Verdict, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked = append(asked, req.Tool.Name+" "+string(req.Arguments))
-		return !strings.Contains(string(req.Arguments), "no"), nil
+		if strings.Contains(string(req.Arguments), "no") {
+			return Decline, nil
+		}
+		return ApproveOnce, nil
 	}
 	sc.Allow = []string{"echo"}
 	s := e.connect(opts, sc)
@@ -141,7 +144,7 @@ func TestNoApproverRefuses(t *testing.T) {
 		t.Error("a call needing approval reached the server")
 	}
 	opts := e.opts()
-	opts.Approver = func(context.Context, ApprovalRequest) (bool, error) { return false, nil }
+	opts.Approver = func(context.Context, ApprovalRequest) (Verdict, error) { return Decline, nil }
 	s2 := e.connect(opts, sc)
 	if _, err := s2.Call(context.Background(), "mcp__notes__add", json.RawMessage(`{"a":1,"b":2}`)); !errors.Is(err, ErrDeclined) {
 		t.Errorf("declined: %v; want ErrDeclined", err)
@@ -294,12 +297,12 @@ func TestApproverReviewsChange(t *testing.T) {
 	os.WriteFile(desc, []byte("changed"), 0o644)
 	asked := 0
 	opts := e.opts()
-	opts.Approver = func(_ context.Context, req ApprovalRequest) (bool, error) {
+	opts.Approver = func(_ context.Context, req ApprovalRequest) (Verdict, error) {
 		asked++
 		if len(req.Changes) != 1 || req.Changes[0].Field != "description" {
 			t.Errorf("approval request changes: %+v", req.Changes)
 		}
-		return true, nil
+		return ApproveAndReview, nil
 	}
 	s := e.connect(opts, sc)
 	call(t, s, "mcp__notes__list_notes", `{}`)

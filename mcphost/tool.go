@@ -20,20 +20,25 @@ const (
 	Deny Decision = "deny"
 )
 
-// PinStatus says how a tool compares with its reviewed definition.
+// PinStatus says how a tool compares with its reviewed definition. Every
+// tool that is not denied is pinned, whether it is allowed or needs
+// approval: the model reads its definition either way.
 type PinStatus string
 
 const (
-	// PinNew: an allowed tool seen for the first time; its definition is
-	// recorded as reviewed (unless the session's state is read-only).
+	// PinNew: a tool with no review on record. Seen for the first time, its
+	// definition is recorded as its first sight (unless the session's state
+	// is read-only); a tool the server did not list at its last review
+	// stays PinNew, and needs approval, until a person reviews it.
 	PinNew PinStatus = "new"
-	// PinSame: an allowed tool unchanged since its review.
+	// PinSame: a tool unchanged since its review.
 	PinSame PinStatus = "same"
-	// PinChanged: an allowed tool whose definition changed since its review;
-	// it needs approval until a person re-reviews it.
+	// PinChanged: a tool whose definition changed since its review. It needs
+	// approval, each request flagged with the diff, until a person
+	// re-reviews it.
 	PinChanged PinStatus = "changed"
-	// PinUnpinned: a tool that is not allowed (so never pinned), or an
-	// allowed tool whose pin could not be read or recorded (see Notices).
+	// PinUnpinned: a denied tool (never pinned), or a tool whose pin could
+	// not be read or recorded (see Notices).
 	PinUnpinned PinStatus = "unpinned"
 )
 
@@ -83,6 +88,11 @@ type Tool struct {
 	// Changed names the fields that changed since the review, when Pin is
 	// PinChanged.
 	Changed []string `json:"changed,omitempty"`
+	// Withheld: the server listed the tool after its last review, no person
+	// has reviewed it since, and its config holds such tools
+	// (ServerConfig.HoldNewTools). It is not offered to the model and its
+	// calls are refused until Session.Approve records it.
+	Withheld bool `json:"withheld,omitempty"`
 	// Annotations and OutputSchema are the server's, as sent (nil if absent).
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
@@ -90,9 +100,9 @@ type Tool struct {
 	Definition json.RawMessage `json:"definition"`
 }
 
-// Offered reports whether the tool may be offered to the model (it is not
-// denied).
-func (t *Tool) Offered() bool { return t.Decision != Deny }
+// Offered reports whether the tool may be offered to the model: it is not
+// denied and not withheld.
+func (t *Tool) Offered() bool { return t.Decision != Deny && !t.Withheld }
 
 // MaxNameLen is the longest model name providers accept.
 const MaxNameLen = 64
