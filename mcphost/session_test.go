@@ -51,8 +51,12 @@ func TestConnectListsNamesAndDecides(t *testing.T) {
 	if echo.Pin != PinNew {
 		t.Errorf("echo pin %s; want new on first sight", echo.Pin)
 	}
-	if all["mcp__my_notes__add"].Pin != PinUnpinned {
-		t.Errorf("add pin %s; want unpinned", all["mcp__my_notes__add"].Pin)
+	// A tool needing approval is pinned too: the model reads it.
+	if all["mcp__my_notes__add"].Pin != PinNew {
+		t.Errorf("add pin %s; want new on first sight", all["mcp__my_notes__add"].Pin)
+	}
+	if all["mcp__my_notes__delete_note"].Pin != PinUnpinned {
+		t.Errorf("delete_note pin %s; want unpinned (denied)", all["mcp__my_notes__delete_note"].Pin)
 	}
 	if !slices.Equal(echo.Fields, []string{"/count", "/note", "/text"}) {
 		t.Errorf("echo fields %v", echo.Fields)
