@@ -22,7 +22,8 @@ import (
 //     and with HoldNewTools nothing is offered either, since no tool can be
 //     shown to have been reviewed;
 //   - a pin whose digest differs: PinChanged and Approval, with a notice;
-//   - a tool the server did not list at its last review (unreviewed):
+//   - a tool the server did not offer at its last review (unreviewed: not
+//     listed then, or denied then):
 //     PinNew and Approval until a person reviews it; withheld with
 //     HoldNewTools, otherwise offered and its first sight recorded so that a
 //     later change is caught;
@@ -71,8 +72,8 @@ func (srv *server) pinTool(t *Tool, ls loadedState, now time.Time) (rec *pinReco
 	return rec, unreviewed, notice
 }
 
-// newToolsNotice names the offered or withheld tools a server lists that it
-// did not list at its last review, and what happens to them.
+// newToolsNotice names the offered or withheld tools of a server that it did
+// not offer at its last review, and what happens to them.
 func (srv *server) newToolsNotice(entries []*toolEntry, ls loadedState) string {
 	if _, ok := ls.state.Servers[srv.cfg.Name]; !ok {
 		return ""
@@ -90,7 +91,7 @@ func (srv *server) newToolsNotice(entries []*toolEntry, ls loadedState) string {
 	if srv.cfg.HoldNewTools {
 		what = "they are not offered to the model until reviewed (new_tools = \"hold\"; mcphost approve TOOL)"
 	}
-	return fmt.Sprintf("server %s lists %d tool(s) it did not list at its last review: %s; %s",
+	return fmt.Sprintf("server %s offers %d tool(s) it did not offer at its last review: %s; %s",
 		srv.cfg.Name, len(fresh), strings.Join(fresh, ", "), what)
 }
 

@@ -186,7 +186,7 @@ type toolEntry struct {
 	Tool
 	closed *schema.Closed
 	srv    *server
-	// unreviewed: the server did not list the tool at its last review and
+	// unreviewed: the server did not offer the tool at its last review and
 	// no person has reviewed it since.
 	unreviewed bool
 }
@@ -725,13 +725,15 @@ func (s *Session) review(entries ...*toolEntry) error {
 func pinKey(server, tool string) string { return server + "/" + tool }
 
 // toolNames lists the names (as the server sent them) of a server's
-// published tools, sorted.
+// published tools that are not denied, sorted: the tools a first review of
+// the server covers. A denied tool never reaches the model, so nobody
+// reviewed it: once the config stops denying it, it is new.
 func (s *Session) toolNames(server string) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	names := []string{}
 	for _, e := range s.tools {
-		if e.Server == server {
+		if e.Server == server && e.srv.cfg.policy(e.Tool.Tool) != Deny {
 			names = append(names, e.Tool.Tool)
 		}
 	}

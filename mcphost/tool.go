@@ -28,7 +28,7 @@ type PinStatus string
 const (
 	// PinNew: a tool with no review on record. Seen for the first time, its
 	// definition is recorded as its first sight (unless the session's state
-	// is read-only); a tool the server did not list at its last review
+	// is read-only); a tool the server did not offer at its last review
 	// stays PinNew, and needs approval, until a person reviews it.
 	PinNew PinStatus = "new"
 	// PinSame: a tool unchanged since its review.

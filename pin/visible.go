@@ -110,3 +110,22 @@ func invisible(r rune) bool {
 	}
 	return unicode.In(r, unicode.Zs, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
+
+// Escaped reports whether Visible writes the code point r as an escape
+// instead of as itself because a person could not see it or a terminal
+// would act on it: every C0 control (tab and newline included), DEL, every
+// C1 control, and every code point Visible shows as <U+...>. It is false for
+// the backslash and '<', which Visible escapes only to keep its escapes
+// unambiguous. Other encoders (JSON, for one) use it to keep the same
+// characters from reaching a terminal raw.
+func Escaped(r rune) bool {
+	switch {
+	case r < 0x20 || r == 0x7f:
+		return true
+	case r < utf8.RuneSelf:
+		return false
+	case r <= 0x9f:
+		return true
+	}
+	return invisible(r)
+}

@@ -154,3 +154,22 @@ func TestVisibleUnchangedAllocatesNothing(t *testing.T) {
 		t.Errorf("Visible of plain text allocates %v times, want 0", n)
 	}
 }
+
+// TestEscapedAgreesWithVisible checks Escaped against Visible for every
+// code point that is not a surrogate.
+func TestEscapedAgreesWithVisible(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if 0xd800 <= r && r <= 0xdfff || r == '\\' || r == '<' {
+			continue
+		}
+		s := string(r)
+		if got, want := Escaped(r), Visible(s) != s; got != want {
+			t.Fatalf("Escaped(%U) = %v; Visible(%q) = %q", r, got, s, Visible(s))
+		}
+	}
+	for _, r := range []rune{0x9b, 0x202e, 0x2066, 0x200e, 0x061c, 0x200b, 0x1b} {
+		if !Escaped(r) {
+			t.Errorf("Escaped(%U) = false", r)
+		}
+	}
+}

@@ -66,7 +66,11 @@ func writeList(w io.Writer, tools []mcphost.Tool, servers []mcphost.ServerInfo, 
 			if t.Strict {
 				strict = "yes"
 			}
-			row(t.Name, p.decision(t.Decision), strict, string(t.Pin), shortDigest(t.Digest), len("DECISION")-len(t.Decision))
+			decision, width := p.decision(t.Decision), len(t.Decision)
+			if t.Withheld {
+				decision, width = p.dim+"held"+p.reset, len("held")
+			}
+			row(t.Name, decision, strict, string(t.Pin), shortDigest(t.Digest), len("DECISION")-width)
 		}
 	}
 	fmt.Fprintln(w)

@@ -7,8 +7,8 @@
 //	mcphost check   [-config F] [-worktree D] [-state D]
 //	mcphost version
 //
-// Exit codes: 0 ok; 1 the thing asked for failed, or (check) an allowed tool
-// changed since its review; 2 usage or config error.
+// Exit codes: 0 ok; 1 the thing asked for failed, or (check) an offered tool
+// changed since its review or has none on record; 2 usage or config error.
 package main
 
 import (
@@ -63,7 +63,7 @@ Usage:
   mcphost version
 
 Run 'mcphost VERB -h' for a verb's flags and examples.
-Exit codes: 0 ok; 1 failed (check: an allowed tool changed since review); 2 usage or config error.
+Exit codes: 0 ok; 1 failed (check: an offered tool is not as reviewed); 2 usage or config error.
 `
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -166,10 +166,7 @@ func (c *cli) list(ctx context.Context, args []string) int {
 		if out.Notices == nil {
 			out.Notices = []string{}
 		}
-		enc := json.NewEncoder(c.stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := writeJSON(c.stdout, out); err != nil {
 			fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
 			return exitFail
 		}
@@ -181,7 +178,7 @@ func (c *cli) list(ctx context.Context, args []string) int {
 
 func (c *cli) check(ctx context.Context, args []string) int {
 	fs := c.flags("check", "check [-config F] [-worktree D] [-state D]",
-		"  mcphost check && echo 'every allowed tool is as reviewed'\n")
+		"  mcphost check && echo 'every offered tool is as reviewed'\n")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -204,19 +201,31 @@ func (c *cli) check(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stdout, "the reviewed-tools state cannot be read, so no review could be checked: %v\n", err)
 		code = exitFail
 	}
-	changed := 0
+	// Everything offered reaches the model, allowed or not: each must be
+	// as a person (or the agent's first sight of its server) recorded it.
+	unreviewed := 0
 	for _, t := range s.AllTools() {
-		if t.Pin == mcphost.PinChanged {
-			changed++
-			fmt.Fprintf(c.stdout, "changed: %s (%s)\n", t.Name, strings.Join(t.Changed, ", "))
+		switch {
+		case t.Withheld:
+			fmt.Fprintf(c.stdout, "held: %s is new since its server's review and not offered until reviewed\n", t.Name)
+		case !t.Offered():
+		case t.Pin == mcphost.PinChanged:
+			unreviewed++
+			fmt.Fprintf(c.stdout, "changed: %s (%s) changed since its review\n", t.Name, pin.Visible(strings.Join(t.Changed, ", ")))
+		case t.Pin == mcphost.PinNew && t.Decision == mcphost.Allow:
+			unreviewed++
+			fmt.Fprintf(c.stdout, "unreviewed: %s is allowed but has no review on record\n", t.Name)
+		case t.Pin == mcphost.PinNew:
+			unreviewed++
+			fmt.Fprintf(c.stdout, "unreviewed: %s is offered (each call asks) but has no review on record\n", t.Name)
 		}
 	}
-	if changed > 0 {
-		fmt.Fprintf(c.stdout, "%d allowed tool(s) changed since review: see them with 'mcphost approve TOOL'\n", changed)
+	if unreviewed > 0 {
+		fmt.Fprintf(c.stdout, "%d offered tool(s) not as reviewed: see them with 'mcphost approve TOOL'\n", unreviewed)
 		return exitFail
 	}
 	if code == exitOK {
-		fmt.Fprintln(c.stdout, "ok: every allowed tool is as reviewed")
+		fmt.Fprintln(c.stdout, "ok: every offered tool is as reviewed")
 	}
 	return code
 }
@@ -248,14 +257,17 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 			continue
 		}
 		if err := s.CanApprove(name); err != nil {
-			fmt.Fprintf(c.stderr, "%v\n", err)
+			fmt.Fprintf(c.stderr, "%s\n", pin.Visible(err.Error()))
 			failed = true
 			continue
 		}
-		fmt.Fprintf(c.stdout, "%s (server %s, tool %q): %s\n", t.Name, t.Server, pin.Visible(t.Tool), t.Pin)
+		fmt.Fprintf(c.stdout, "%s (server %s, tool %s, decision %s): %s\n", t.Name, t.Server, pin.Visible(t.Tool), t.Decision, t.Pin)
+		if t.Withheld {
+			fmt.Fprintf(c.stdout, "new since its server's review, and held from the model until recorded (new_tools = \"hold\")\n")
+		}
 		changes, err := s.Diff(name)
 		if err != nil {
-			fmt.Fprintf(c.stderr, "mcphost approve: %s: %v\n", name, err)
+			fmt.Fprintf(c.stderr, "mcphost approve: %s: %s\n", name, pin.Visible(err.Error()))
 			failed = true
 			continue
 		}
@@ -290,11 +302,15 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 	}
 	for _, name := range approved {
 		if err := s.Approve(name); err != nil {
-			fmt.Fprintf(c.stderr, "mcphost approve: %v\n", err)
+			fmt.Fprintf(c.stderr, "mcphost approve: %s\n", pin.Visible(err.Error()))
 			failed = true
 			continue
 		}
-		fmt.Fprintf(c.stdout, "recorded: %s\n", name)
+		if t, _ := s.Tool(name); t.Decision == mcphost.Allow {
+			fmt.Fprintf(c.stdout, "recorded: %s (allowed: called without asking)\n", name)
+		} else {
+			fmt.Fprintf(c.stdout, "recorded: %s (each call still asks: it is not in allow)\n", name)
+		}
 	}
 	if failed {
 		return exitFail
@@ -335,9 +351,14 @@ func (c *cli) call(ctx context.Context, args []string) int {
 	// The person running `call` is the approver: calling is their explicit
 	// act. The session is read-only, so a changed tool is called this once
 	// and still needs `mcphost approve` to be trusted for the agent.
-	opts := mcphost.Options{ReadOnlyState: true, Approver: func(_ context.Context, req mcphost.ApprovalRequest) (bool, error) {
-		fmt.Fprintf(c.stderr, "mcphost: calling %s, which needs approval (%s), because you asked\n", req.Tool.Name, req.Reason)
-		return true, nil
+	opts := mcphost.Options{ReadOnlyState: true, Approver: func(_ context.Context, req mcphost.ApprovalRequest) (mcphost.Verdict, error) {
+		fmt.Fprintf(c.stderr, "mcphost: calling %s, which needs approval (%s), because you asked\n", req.Tool.Name, pin.Visible(req.Reason))
+		if req.Tool.Pin == mcphost.PinChanged {
+			// Said, not asked: the person asked for this call, but should
+			// know what they are calling. Diff is escaped already.
+			fmt.Fprintf(c.stderr, "%s\nnot recorded as reviewed: see 'mcphost approve %s'\n", strings.TrimSuffix(req.Diff, "\n"), req.Tool.Name)
+		}
+		return mcphost.ApproveOnce, nil
 	}}
 	s, code := c.connect(ctx, opts)
 	if s == nil {
@@ -360,10 +381,7 @@ func (c *cli) call(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "mcphost call: %s\n", pin.Visible(err.Error()))
 		return exitFail
 	}
-	enc := json.NewEncoder(c.stdout)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(res); err != nil {
+	if err := writeJSON(c.stdout, res); err != nil {
 		fmt.Fprintf(c.stderr, "mcphost call: %v\n", err)
 		return exitFail
 	}
