@@ -50,11 +50,14 @@ type approver struct {
 	asked []mcphost.ApprovalRequest
 }
 
-func (a *approver) approve(_ context.Context, req mcphost.ApprovalRequest) (bool, error) {
+func (a *approver) approve(_ context.Context, req mcphost.ApprovalRequest) (mcphost.Verdict, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.asked = append(a.asked, req)
-	return !strings.Contains(string(req.Arguments), "decline"), nil
+	if strings.Contains(string(req.Arguments), "decline") {
+		return mcphost.Decline, nil
+	}
+	return mcphost.ApproveOnce, nil
 }
 
 func (a *approver) requests() []mcphost.ApprovalRequest {
@@ -86,7 +89,7 @@ func TestNotes(t *testing.T) {
 		pin      mcphost.PinStatus
 	}{
 		{"list_notes", mcphost.Allow, mcphost.PinNew},
-		{"add_note", mcphost.Approval, mcphost.PinUnpinned},
+		{"add_note", mcphost.Approval, mcphost.PinNew}, // pinned too: the model reads it,
 		{"delete_note", mcphost.Deny, mcphost.PinUnpinned},
 	} {
 		if decisions[tc.tool] != tc.decision || pins[tc.tool] != tc.pin {

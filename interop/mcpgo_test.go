@@ -42,7 +42,9 @@ func TestMCPGo(t *testing.T) {
 	opts := h.opts()
 	opts.HostEnv = append(os.Environ(), secretName+"="+secretValue)
 	opts.OnToolsChanged = func(server string) { changed <- server }
-	opts.Approver = func(context.Context, mcphost.ApprovalRequest) (bool, error) { return true, nil }
+	opts.Approver = func(context.Context, mcphost.ApprovalRequest) (mcphost.Verdict, error) {
+		return mcphost.ApproveOnce, nil
+	}
 	s := h.connect(opts, cfg)
 
 	t.Run("answers", func(t *testing.T) {

@@ -31,11 +31,13 @@ sandbox = "off"
 max_processes = 64
 max_memory = "512MiB"
 max_tmp = 1048576
+new_tools = "hold"
 
 [mcp.a-b2]
 command = ["srv"]
 max_output = 4096
 sandbox = "full"
+new_tools = "offer"
 `
 	got, err := Parse([]byte(doc))
 	if err != nil {
@@ -48,7 +50,7 @@ sandbox = "full"
 		{Name: "notes", Command: []string{"notes-server", "--db", "notes.db"}, Allow: []string{"list_notes"},
 			Deny: []string{"delete_note"}, Default: Deny, Env: map[string]string{"NOTES_MODE": "ro"},
 			EnvPass: []string{"NOTES_TOKEN"}, Network: true, Read: []string{"~/.cache/notes"}, Write: []string{"out"},
-			Unconfined: true, StartupTimeout: 5 * time.Second, CallTimeout: time.Minute, MaxOutput: 1 << 20,
+			Unconfined: true, HoldNewTools: true, StartupTimeout: 5 * time.Second, CallTimeout: time.Minute, MaxOutput: 1 << 20,
 			MaxProcesses: 64, MaxMemory: 512 << 20, MaxTmp: 1 << 20},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -82,6 +84,7 @@ func TestParseErrors(t *testing.T) {
 		{"trailing dash", "[mcp.a-]\ncommand=[\"a\"]", []string{"[mcp.a-]"}},
 		{"bad default", "[mcp.x]\ncommand=[\"a\"]\ndefault=\"allow\"", []string{"[mcp.x] default", `"approval"`, `"deny"`}},
 		{"bad sandbox", "[mcp.x]\ncommand=[\"a\"]\nsandbox=\"maybe\"", []string{"[mcp.x] sandbox", `"off"`, `"full"`}},
+		{"bad new_tools", "[mcp.x]\ncommand=[\"a\"]\nnew_tools=\"hide\"", []string{"[mcp.x] new_tools", `"hold"`, `"offer"`}},
 		{"bad duration", "[mcp.x]\ncommand=[\"a\"]\nstartup_timeout=\"soon\"", []string{"[mcp.x] startup_timeout", "30s"}},
 		{"negative duration", "[mcp.x]\ncommand=[\"a\"]\ncall_timeout=\"-1s\"", []string{"[mcp.x] call_timeout", "range"}},
 		{"duration number", "[mcp.x]\ncommand=[\"a\"]\ncall_timeout=30", []string{"[mcp.x] call_timeout", "string"}},

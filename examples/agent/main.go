@@ -38,6 +38,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/mcphost/mcphost/openai"
+	"github.com/mcphost/mcphost/pin"
 )
 
 func main() {
@@ -399,43 +400,49 @@ func (a *approver) mode() string {
 	}
 }
 
-// approve is the session's Approver. It shows the call and why it needs
-// approval, then approves with -yes, declines when nobody can be asked, or
-// asks; only "y" or "yes" approves.
-func (a *approver) approve(ctx context.Context, req mcphost.ApprovalRequest) (bool, error) {
+// approve is the session's Approver. It shows the call, why it needs
+// approval and, for a tool that changed or was never reviewed, the diff;
+// then approves this call with -yes, declines when nobody can be asked, or
+// asks: "y" or "yes" approves this call, "r" or "review" also records the
+// tool as reviewed as it is now, anything else declines.
+func (a *approver) approve(ctx context.Context, req mcphost.ApprovalRequest) (mcphost.Verdict, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.out.printf("  approval needed: %s: %s\n", req.Tool.Name, req.Reason)
-	a.out.printf("    description: %s\n", clip(req.Tool.Description, 200))
-	a.out.printf("    arguments:   %s\n", clip(string(req.Arguments), 200))
-	for _, c := range req.Changes {
-		a.out.printf("    changed since its review: %s\n", c.Field)
+	a.out.printf("  approval needed: %s: %s\n", req.Tool.Name, pin.Visible(req.Reason))
+	a.out.printf("    description: %s\n", clip(pin.Visible(req.Tool.Description), 200))
+	a.out.printf("    arguments:   %s\n", clip(pin.Visible(string(req.Arguments)), 200))
+	if req.Diff != "" {
+		// Escaped already: safe on a terminal as it is.
+		a.out.printf("    %s\n", strings.ReplaceAll(strings.TrimSuffix(req.Diff, "\n"), "\n", "\n    "))
 	}
 	switch {
 	case a.yes:
-		a.out.printf("    approved (-yes)\n")
-		return true, nil
+		a.out.printf("    approved this call (-yes; nothing recorded as reviewed)\n")
+		return mcphost.ApproveOnce, nil
 	case a.lines == nil:
 		a.out.printf("    declined: stdin is not a terminal, so nobody can be asked (-yes approves)\n")
-		return false, nil
+		return mcphost.Decline, nil
 	}
-	a.out.printf("    allow this call? [y/N] ")
+	a.out.printf("    allow this call? [y] yes  [r] yes, and record the tool as reviewed  [N] no ")
 	line, err := a.lines.read(ctx)
 	switch {
 	case ctx.Err() != nil:
 		a.out.printf("\n")
-		return false, ctx.Err()
+		return mcphost.Decline, ctx.Err()
 	case err != nil && line == "":
 		a.out.printf("\n    declined: no answer (%v)\n", err)
-		return false, nil
+		return mcphost.Decline, nil
 	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
 		a.out.printf("    approved\n")
-		return true, nil
+		return mcphost.ApproveOnce, nil
+	case "r", "review":
+		a.out.printf("    approved, and the tool recorded as reviewed\n")
+		return mcphost.ApproveAndReview, nil
 	}
 	a.out.printf("    declined\n")
-	return false, nil
+	return mcphost.Decline, nil
 }
 
 // lineReader reads lines without blocking past a context: a read abandoned

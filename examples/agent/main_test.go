@@ -68,7 +68,7 @@ func TestRun(t *testing.T) {
 			`model calls mcp__notes__add_note {"text":"buy milk"}`,
 			"approval needed: mcp__notes__add_note: [mcp.notes] does not list it in allow",
 			`arguments:   {"text":"buy milk"}`,
-			"approved (-yes)",
+			"approved this call (-yes; nothing recorded as reviewed)",
 			`to the model: {"id":"1","text":"buy milk"}`,
 			`model calls mcp__notes__delete_note {"id":"1"}`,
 			`to the model: The call failed: mcp__notes__delete_note: tool denied by config: [mcp.notes] denies "delete_note"`,
@@ -97,7 +97,7 @@ func TestRun(t *testing.T) {
 			"model: I could not add the note",
 			"closed: every server",
 		},
-		never: []string{"approved (-yes)", "    approved\n", "resolved to"},
+		never: []string{"approved this call (-yes", "    approved\n", "resolved to"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,19 +196,20 @@ func TestApprover(t *testing.T) {
 		input       string
 		yes         bool
 		interactive bool
-		want        []bool // one answer per question asked
+		want        []mcphost.Verdict // one answer per question asked
 		says        string
 	}{
-		{"y", "y\n", false, true, []bool{true}, "approved"},
-		{"yes, spaced", "  YES \n", false, true, []bool{true}, "approved"},
-		{"n", "n\n", false, true, []bool{false}, "declined"},
-		{"empty line is no", "\n", false, true, []bool{false}, "declined"},
-		{"anything else is no", "sure\n", false, true, []bool{false}, "declined"},
-		{"end of input", "", false, true, []bool{false}, "declined: no answer (EOF)"},
-		{"last line without newline", "y", false, true, []bool{true}, "approved"},
-		{"one line per question", "y\nn\ny\n", false, true, []bool{true, false, true}, "allow this call? [y/N]"},
-		{"-yes does not read", "n\n", true, true, []bool{true, true}, "approved (-yes)"},
-		{"no terminal", "y\n", false, false, []bool{false}, "nobody can be asked"},
+		{"y", "y\n", false, true, []mcphost.Verdict{mcphost.ApproveOnce}, "approved"},
+		{"yes, spaced", "  YES \n", false, true, []mcphost.Verdict{mcphost.ApproveOnce}, "approved"},
+		{"n", "n\n", false, true, []mcphost.Verdict{mcphost.Decline}, "declined"},
+		{"empty line is no", "\n", false, true, []mcphost.Verdict{mcphost.Decline}, "declined"},
+		{"anything else is no", "sure\n", false, true, []mcphost.Verdict{mcphost.Decline}, "declined"},
+		{"end of input", "", false, true, []mcphost.Verdict{mcphost.Decline}, "declined: no answer (EOF)"},
+		{"last line without newline", "y", false, true, []mcphost.Verdict{mcphost.ApproveOnce}, "approved"},
+		{"one line per question", "y\nn\ny\n", false, true, []mcphost.Verdict{mcphost.ApproveOnce, mcphost.Decline, mcphost.ApproveOnce}, "allow this call? [y] yes  [r] yes, and record the tool as reviewed  [N] no"},
+		{"-yes does not read", "n\n", true, true, []mcphost.Verdict{mcphost.ApproveOnce, mcphost.ApproveOnce}, "approved this call (-yes; nothing recorded as reviewed)"},
+		{"r records the review", "r\n", false, true, []mcphost.Verdict{mcphost.ApproveAndReview}, "recorded as reviewed"},
+		{"no terminal", "y\n", false, false, []mcphost.Verdict{mcphost.Decline}, "nobody can be asked"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,16 +236,16 @@ func TestApproverContext(t *testing.T) {
 	a := newApprover(r, &transcript{w: io.Discard}, false, true)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if ok, err := a.approve(ctx, mcphost.ApprovalRequest{}); ok || !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled question: %v, %v; want false, context.Canceled", ok, err)
+	if v, err := a.approve(ctx, mcphost.ApprovalRequest{}); v != mcphost.Decline || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled question: %v, %v; want decline, context.Canceled", v, err)
 	}
 	go func() {
 		io.WriteString(w, "y\n")
 	}()
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if ok, err := a.approve(ctx, mcphost.ApprovalRequest{}); !ok || err != nil {
-		t.Fatalf("next question: %v, %v; want true", ok, err)
+	if v, err := a.approve(ctx, mcphost.ApprovalRequest{}); v != mcphost.ApproveOnce || err != nil {
+		t.Fatalf("next question: %v, %v; want approve once", v, err)
 	}
 }
 
