@@ -25,13 +25,17 @@
 //
 // # Pins
 //
-// An allowed tool is pinned: its digest and definition are recorded in the
-// state file (mcp-reviewed.json, outside the worktree) the first time it is
-// seen, and a later session that sees a different definition (description,
-// schema, annotations, anything the model would see) turns it to Approval
-// and says so in Notices, until a person re-reviews it (Session.Approve, or
-// `mcphost approve`, which shows the diff). A tool under a new name starts
-// unpinned; it never inherits another's review. When a server sends
+// Every tool that is not denied is pinned, allowed or not (the model reads
+// both): its digest and definition are recorded in the state file
+// (mcp-reviewed.json, outside the worktree) the first time it is seen, and a
+// later session that sees a different definition (description, schema,
+// annotations, anything the model would see) says so in Notices, turns an
+// allowed tool to Approval, and flags every ApprovalRequest with the diff,
+// until a person re-reviews it (Session.Approve, `mcphost approve`, which
+// shows the diff, or an Approver's ApproveAndReview). A tool the server
+// offers after its review, or under a new name, needs approval until a
+// person reviews it, and with ServerConfig.HoldNewTools is not offered at
+// all; it never inherits another's review. When a server sends
 // notifications/tools/list_changed mid-session, its tools are re-listed and
 // re-pinned before any further call to them goes through, and
 // Options.OnToolsChanged tells the agent. An unreadable state file is never

@@ -166,7 +166,7 @@ func TestTerminalGetsNoControls(t *testing.T) {
 	changed := strings.Replace(hostile, "Search notes.", "Search all notes.\u009b1m", 1)
 	// A new top-level field whose key has a bidi override: its name is in
 	// the notices, check's list of changed fields and call's reason.
-	defs := `[{"name":"search","description":"` + changed + `","inputSchema":{"type":"object"},"x‮1m":1},{"name":"other","description":"` + changed + `","inputSchema":{"type":"object"}}]`
+	defs := `[{"name":"search","description":"` + changed + `","inputSchema":{"type":"object"},"x` + "\u202e\u009b" + `1m":1},{"name":"other","description":"` + changed + `","inputSchema":{"type":"object"}}]`
 	os.WriteFile(filepath.Join(e.worktree, "evil.json"), []byte(defs), 0o644)
 	for _, args := range [][]string{{"approve", "mcp__evil__search"}, {"call", "mcp__evil__search"}, {"check"}} {
 		_, out := e.onTerminal("n\n", args...)
