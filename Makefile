@@ -23,7 +23,7 @@ FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars
 	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid \
 	./sandbox:FuzzBuildEnv \
 	./openai:FuzzResult ./openai:FuzzFunctionOutput ./anthropic:FuzzResult ./anthropic:FuzzCount \
-	./internal/toolresult:FuzzRender
+	./internal/toolresult:FuzzRender ./cmd/mcphost:FuzzSafeJSON
 
 .PHONY: test deps vet unit fuzz bench example helper clean
 

@@ -12,10 +12,9 @@ import (
 
 // pinTool applies the reviewed-tools state to a tool that is not denied:
 // every such tool is pinned, allowed or not, since the model reads its
-// definition on every turn. It sets t's Pin, Changed, Decision and Withheld,
-// and returns the first sight to record (nil if none), whether the tool is
-// new on a server reviewed before it (unreviewed), and a notice ("" if
-// none).
+// definition on every turn. It sets e's Pin, Changed, Decision, Withheld,
+// unreviewed (new on a server reviewed before it) and reviewed, and returns
+// the first sight to record (nil if none) and a notice ("" if none).
 //
 // The rules, in order:
 //   - the state cannot be read: nothing is trusted (Approval, PinUnpinned),
@@ -30,12 +29,13 @@ import (
 //   - a matching pin: PinSame (an allowed tool stays allowed);
 //   - no pin, on a server never reviewed: PinNew, recorded as its first
 //     sight (trust on first use: an allowed tool is allowed).
-func (srv *server) pinTool(t *Tool, ls loadedState, now time.Time) (rec *pinRecord, unreviewed bool, notice string) {
-	cfg := &srv.cfg
+func (srv *server) pinTool(e *toolEntry, ls loadedState, now time.Time) (rec *pinRecord, notice string) {
+	cfg, t := &srv.cfg, &e.Tool
 	if ls.err != nil || ls.state == nil {
 		t.Decision, t.Pin, t.Withheld = Approval, PinUnpinned, cfg.HoldNewTools
-		return nil, false, ""
+		return nil, ""
 	}
+	var unreviewed bool
 	key := pinKey(cfg.Name, t.Tool)
 	firstSight := func() *pinRecord {
 		return &pinRecord{key, pin.Entry{Digest: t.Digest, Definition: t.Definition, ReviewedAt: now}}
@@ -47,6 +47,7 @@ func (srv *server) pinTool(t *Tool, ls loadedState, now time.Time) (rec *pinReco
 	switch {
 	case pinned && prev.Digest != t.Digest:
 		t.Pin, t.Decision = PinChanged, Approval
+		e.reviewed = prev.Definition
 		if changes, err := pin.Diff(prev.Definition, t.Definition); err == nil {
 			for _, c := range changes {
 				t.Changed = append(t.Changed, c.Field)
@@ -69,7 +70,8 @@ func (srv *server) pinTool(t *Tool, ls loadedState, now time.Time) (rec *pinReco
 		rec = firstSight()
 	}
 	t.Withheld = unreviewed && cfg.HoldNewTools
-	return rec, unreviewed, notice
+	e.unreviewed = unreviewed
+	return rec, notice
 }
 
 // newToolsNotice names the offered or withheld tools of a server that it did
@@ -98,15 +100,17 @@ func (srv *server) newToolsNotice(entries []*toolEntry, ls loadedState) string {
 // reviewText returns what a person needs to decide about a tool: its changes
 // since its review (PinChanged) and, rendered by pin.Format, those changes
 // or, for a tool with no review on record, its whole definition. A tool
-// unchanged since its review has neither. An error means the reviewed
-// definition could not be read, so nothing trustworthy can be shown.
+// unchanged since its review has neither. The changes are against the
+// review e was decided against, not the state file's latest, so that they
+// agree with e.Pin even while another call records a review. An error means
+// nothing trustworthy can be shown.
 func (s *Session) reviewText(e *toolEntry) (changes []pin.Change, diff string, err error) {
 	var shown []pin.Change
 	switch e.Pin {
 	case PinSame:
 		return nil, "", nil
 	case PinChanged:
-		if changes, err = s.diff(e); err != nil {
+		if changes, err = pin.Diff(e.reviewed, e.Definition); err != nil {
 			return nil, "", err
 		}
 		shown = changes

@@ -7,10 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcphost/mcphost/pin"
 )
 
 // reviewed is the definition a person reviewed in each attack below.
@@ -338,5 +342,53 @@ func TestHoldNewTools(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConcurrentApprovalsOfChangedTool: many goroutines call a changed
+// tool at once, their approvers answering once or review; every call gets
+// its answer, every request before the review carries the diff, and the
+// review is recorded once for the definition the person saw.
+func TestConcurrentApprovalsOfChangedTool(t *testing.T) {
+	e := newEnv(t)
+	sc := rawFixture(t, e, "srv", "["+reviewed+"]")
+	sc.Allow = []string{"search"}
+	e.connect(e.opts(), sc).Close()
+	changed := strings.Replace(reviewed, "Search the notes.", "Search\u200b the notes.", 1)
+	os.WriteFile(filepath.Join(e.worktree, "srv.json"), []byte("["+changed+"]"), 0o644)
+	var asked, flagged atomic.Int32
+	opts := e.opts()
+	opts.Approver = func(_ context.Context, req ApprovalRequest) (Verdict, error) {
+		n := asked.Add(1)
+		if req.Tool.Pin == PinChanged {
+			if !strings.Contains(req.Diff, "<U+200B>") {
+				t.Errorf("a request for the changed tool without its diff: %q", req.Diff)
+			}
+			flagged.Add(1)
+		}
+		if n%2 == 0 {
+			return ApproveAndReview, nil
+		}
+		return ApproveOnce, nil
+	}
+	s := e.connect(opts, sc)
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Call(context.Background(), "mcp__srv__search", json.RawMessage(`{"query":"q`+strconv.Itoa(i)+`"}`)); err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if flagged.Load() == 0 {
+		t.Errorf("asked %d times, never flagged as changed", asked.Load())
+	}
+	tool, _ := s.Tool("mcp__srv__search")
+	st, err := (&pin.Store{Dir: e.state}).Load()
+	if err != nil || tool.Pin != PinSame || tool.Decision != Allow || st.Tools["srv/search"].Digest != tool.Digest {
+		t.Errorf("after the calls: %s/%s, state %v", tool.Decision, tool.Pin, err)
 	}
 }

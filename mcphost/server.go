@@ -831,11 +831,9 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		if t.Fields == nil {
 			t.Fields = []string{}
 		}
-		var unreviewed bool
+		e := &toolEntry{Tool: t, closed: closed, srv: srv}
 		if t.Decision != Deny {
-			var rec *pinRecord
-			var notice string
-			rec, unreviewed, notice = srv.pinTool(&t, ls, now)
+			rec, notice := srv.pinTool(e, ls, now)
 			if rec != nil {
 				recs = append(recs, *rec)
 			}
@@ -843,7 +841,7 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 				notices = append(notices, notice)
 			}
 		}
-		entries = append(entries, &toolEntry{Tool: t, closed: closed, srv: srv, unreviewed: unreviewed})
+		entries = append(entries, e)
 	}
 	for _, list := range []struct {
 		key   string

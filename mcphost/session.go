@@ -189,6 +189,8 @@ type toolEntry struct {
 	// unreviewed: the server did not offer the tool at its last review and
 	// no person has reviewed it since.
 	unreviewed bool
+	// reviewed is the definition last reviewed, when Pin is PinChanged.
+	reviewed json.RawMessage
 }
 
 // DefaultStateDir returns the state directory for a worktree:
@@ -716,7 +718,7 @@ func (s *Session) review(entries ...*toolEntry) error {
 		}
 		upd := *cur
 		upd.Decision = upd.srv.cfg.policy(upd.Tool.Tool)
-		upd.Pin, upd.Changed, upd.Withheld, upd.unreviewed = PinSame, nil, false, false
+		upd.Pin, upd.Changed, upd.Withheld, upd.unreviewed, upd.reviewed = PinSame, nil, false, false, nil
 		s.tools[e.Name] = &upd
 	}
 	return nil

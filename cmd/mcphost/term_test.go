@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -246,4 +247,27 @@ func TestSafeJSON(t *testing.T) {
 	if !bytes.Contains(safe, []byte(`\u009b`)) || !bytes.Contains(safe, []byte(`\udb40\udc41`)) || !bytes.Contains(safe, []byte("z\u00e9")) {
 		t.Errorf("safeJSON: %s", safe)
 	}
+}
+
+// FuzzSafeJSON: for any text a server can send, the escaped JSON decodes
+// to the same text and holds nothing a terminal would act on.
+func FuzzSafeJSON(f *testing.F) {
+	for _, s := range []string{"", "plain", hostile, "\u009b\u202e\u200b\U000e0041\x1b[2J\x7f", "a\xffb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := json.Marshal(map[string]string{s: s})
+		if err != nil {
+			t.Skip()
+		}
+		safe := safeJSON(b)
+		if err := terminalSafe(string(safe)); err != nil {
+			t.Fatalf("safeJSON(%q) left %v", b, err)
+		}
+		var want, got map[string]string
+		json.Unmarshal(b, &want)
+		if err := json.Unmarshal(safe, &got); err != nil || !maps.Equal(got, want) {
+			t.Fatalf("safeJSON(%q) = %q: %v, decodes to %q; want %q", b, safe, err, got, want)
+		}
+	})
 }
