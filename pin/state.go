@@ -42,7 +42,27 @@ var (
 	// ErrFutureVersion means the state file was written by a newer version
 	// of this package, in a format this one does not know.
 	ErrFutureVersion = errors.New("pin: reviewed-tools state file has a newer format")
+	// ErrLocked means Update could not take the state file's lock within
+	// Store.LockTimeout: another process holds it. An honest holder (an
+	// Update in another mcphost) holds it for milliseconds.
+	ErrLocked = errors.New("pin: reviewed-tools state file is locked by another process")
 )
+
+// DefaultLockTimeout is how long Update waits for the state file's lock
+// when Store.LockTimeout is zero.
+const DefaultLockTimeout = 10 * time.Second
+
+// lockedError is ErrLocked for one lock file.
+type lockedError struct {
+	path   string
+	waited time.Duration
+}
+
+func (e *lockedError) Error() string {
+	return fmt.Sprintf("pin: the lock %s is held by another process: waited %v. Another mcphost may be recording a review; if this persists, see which process has it open (lsof %s, or fuser) and end it", e.path, e.waited, e.path)
+}
+
+func (e *lockedError) Is(target error) bool { return target == ErrLocked }
 
 // State is the content of the state file.
 type State struct {
@@ -106,6 +126,9 @@ func NewEntry(def json.RawMessage, reviewedAt time.Time) (Entry, error) {
 type Store struct {
 	// Dir is the state directory. Update creates it (mode 0700) if missing.
 	Dir string
+	// LockTimeout bounds Update's wait for the state file's lock; zero
+	// means DefaultLockTimeout.
+	LockTimeout time.Duration
 
 	// beforeRename, if set, runs after the new state is written and synced
 	// to its temporary file and before that file is renamed over the state
@@ -407,8 +430,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // state fn leaves. It holds an exclusive lock (flock on FileName+".lock" in
 // Dir) from before the read until after the write, so concurrent Updates, in
 // this process or others, apply one after another and none is lost. It
-// blocks while another Update holds the lock: fn should be quick and must
-// not wait for a person.
+// waits while another Update holds the lock, at most LockTimeout, then
+// fails with an error wrapping ErrLocked and writes nothing: fn should be
+// quick and must not wait for a person.
 //
 // Update creates Dir (mode 0700) if it is missing. The write is atomic: the
 // new state goes to a temporary file in Dir (mode 0600), which is synced,
@@ -430,7 +454,14 @@ func (s *Store) Update(fn func(*State) error) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return fmt.Errorf("pin: creating the state directory: %w", err)
 	}
-	unlock, err := lock(path + ".lock")
+	timeout := s.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	unlock, err := lock(path+".lock", timeout)
+	if errors.Is(err, ErrLocked) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("pin: locking %s: %w", path, err)
 	}
