@@ -57,11 +57,15 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 
 func (s *Session) call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, CallRecord, error) {
 	var rec CallRecord
+	// The call's clock: call_timeout bounds everything mcphost and the
+	// server do for it (waiting for a re-list, writing the request, the
+	// answer), but not the time a person takes to approve it.
+	clk := callClock{start: time.Now()}
 	for round := 0; ; round++ {
 		if s.isClosed() {
 			return nil, rec, ErrClosed
 		}
-		e, err := s.entry(ctx, name)
+		e, err := s.entry(ctx, name, &clk)
 		if err != nil {
 			return nil, rec, err
 		}
@@ -83,13 +87,16 @@ func (s *Session) call(ctx context.Context, name string, args json.RawMessage) (
 			return nil, rec, fmt.Errorf("%w: %w", ErrBadArguments, err)
 		}
 		if e.Decision == Approval {
-			if err := s.approve(ctx, e, serverArgs); err != nil {
+			asked := time.Now()
+			err := s.approve(ctx, e, serverArgs)
+			clk.paused += time.Since(asked)
+			if err != nil {
 				return nil, rec, err
 			}
 		}
 		// The tool may have changed while the person was asked: call only
 		// the definition that was decided on.
-		if cur, err := s.entry(ctx, name); err != nil {
+		if cur, err := s.entry(ctx, name, &clk); err != nil {
 			return nil, rec, err
 		} else if cur.Digest != e.Digest || cur.srv != e.srv {
 			if round+1 == maxDecisionRounds {
@@ -97,21 +104,42 @@ func (s *Session) call(ctx context.Context, name string, args json.RawMessage) (
 			}
 			continue
 		}
-		res, err := s.send(ctx, e, serverArgs)
+		res, err := s.send(ctx, e, serverArgs, &clk)
 		return res, rec, err
 	}
 }
 
-// entry looks a tool up, after any pending re-list of its server.
-func (s *Session) entry(ctx context.Context, name string) (*toolEntry, error) {
+// callClock is one call's deadline: call_timeout from the call's start,
+// moved on by the time spent asking the approver.
+type callClock struct {
+	start  time.Time
+	paused time.Duration
+}
+
+// within returns ctx bounded by the call's deadline on srv.
+func (c *callClock) within(ctx context.Context, srv *server) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(ctx, c.start.Add(c.paused+srv.cfg.CallTimeout))
+}
+
+// entry looks a tool up, after any pending re-list of its server, waiting
+// for it no longer than the call's deadline.
+func (s *Session) entry(ctx context.Context, name string, clk *callClock) (*toolEntry, error) {
 	s.mu.RLock()
 	e, ok := s.tools[name]
 	s.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: no tool named %q (the model may only call the tools offered)", ErrUnknownTool, printable(name, 100))
 	}
-	if err := e.srv.listed(ctx); err != nil {
-		return nil, err
+	wctx, cancel := clk.within(ctx, e.srv)
+	err := e.srv.listed(wctx)
+	cancel()
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	default:
+		cfg := e.srv.cfg
+		return nil, fmt.Errorf("%w: the tools of [mcp.%s] were being re-listed after notifications/tools/list_changed and did not settle within its call_timeout %v", ErrTimeout, cfg.Name, cfg.CallTimeout)
 	}
 	s.mu.RLock()
 	e, ok = s.tools[name]
@@ -169,14 +197,14 @@ func approvalReason(e *toolEntry) string {
 	}
 }
 
-// send makes the tools/call.
-func (s *Session) send(ctx context.Context, e *toolEntry, args json.RawMessage) (*mcp.CallToolResult, error) {
+// send makes the tools/call, by the call's deadline.
+func (s *Session) send(ctx context.Context, e *toolEntry, args json.RawMessage, clk *callClock) (*mcp.CallToolResult, error) {
 	srv := e.srv
 	cs, err := srv.session()
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, srv.cfg.CallTimeout)
+	cctx, cancel := clk.within(ctx, srv)
 	defer cancel()
 	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: e.Tool.Tool, Arguments: args})
 	if err != nil {
@@ -184,6 +212,9 @@ func (s *Session) send(ctx context.Context, e *toolEntry, args json.RawMessage) 
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case cctx.Err() != nil:
+			if why := srv.stopped(); why != nil {
+				return nil, fmt.Errorf("%w: no result within call_timeout %v of [mcp.%s], and mcphost stopped the server: %v", ErrTimeout, srv.cfg.CallTimeout, srv.cfg.Name, why)
+			}
 			return nil, fmt.Errorf("%w: no result within call_timeout %v of [mcp.%s]; the call was cancelled", ErrTimeout, srv.cfg.CallTimeout, srv.cfg.Name)
 		case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), srv.dying():
 			// The server died under the call: report that, not its
@@ -193,6 +224,13 @@ func (s *Session) send(ctx context.Context, e *toolEntry, args json.RawMessage) 
 		return nil, fmt.Errorf("server %s: %w", srv.cfg.Name, err)
 	}
 	return cut(res, srv.cfg.MaxOutput, srv.cfg.Name), nil
+}
+
+// stopped returns why mcphost stopped the server, or nil.
+func (srv *server) stopped() error {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.stopErr
 }
 
 // dying reports whether the server's process has exited or exits within a
@@ -216,10 +254,10 @@ func (srv *server) dying() bool {
 // when it can be had quickly.
 func (srv *server) goneError(cause error) error {
 	srv.mu.Lock()
-	proc, broken := srv.proc, srv.brokenErr
+	proc, stopped := srv.proc, srv.stopErr
 	srv.mu.Unlock()
-	if broken != nil {
-		return fmt.Errorf("%w: server %s sent a message mcphost cannot read (%v); it was stopped", ErrServerGone, srv.cfg.Name, broken)
+	if stopped != nil {
+		return fmt.Errorf("%w: mcphost stopped server %s: %v", ErrServerGone, srv.cfg.Name, stopped)
 	}
 	status := ""
 	if proc != nil {

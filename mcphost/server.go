@@ -55,9 +55,11 @@ type server struct {
 	tap         *listTap
 	lastList    []json.RawMessage
 	prepCache   *prepCache    // the latest listing's per-tool work, by raw definition
-	brokenErr   error         // why the connection could not be read, if it broke
+	stopErr     error         // why mcphost stopped the server, if it did
 	relisting   chan struct{} // non-nil while a list_changed re-list runs; closed when done
 	dirty       bool          // another list_changed came during the re-list
+	relists     int           // re-lists in a row, each disturbed by a list_changed
+	lastRelist  time.Time     // when the latest re-list began
 	gen         uint64        // bumped on every start, so stale goroutines stand down
 }
 
@@ -103,10 +105,13 @@ func (srv *server) start(ctx context.Context) error {
 	srv.lacks = proc.Lacks()
 	srv.exitStatus = ""
 	srv.err = nil
-	srv.brokenErr = nil
+	srv.stopErr = nil
 	srv.dirty = false
+	srv.relists = 0
 	srv.mu.Unlock()
-	tap := newListTap(func() { srv.toolsChanged(gen) }, func(err error) { srv.connBroken(gen, err) })
+	tap := newListTap(func() { srv.toolsChanged(gen) },
+		func(err error) { srv.stop(gen, fmt.Errorf("it sent a message mcphost cannot read: %w", err)) },
+		func(err error) { srv.stop(gen, err) })
 	// Roots and logging are deprecated from protocol 2026-07-28 on, but
 	// mcphost speaks 2025-11-25, where servers (the filesystem reference
 	// server among them) use roots to learn their directory.
@@ -124,11 +129,11 @@ func (srv *server) start(ctx context.Context) error {
 	})
 	//lint:ignore SA1019 see above: the worktree is the one root
 	client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: s.worktree}).String(), Name: "worktree"})
-	transport := &tapTransport{tap: tap, inner: &mcp.IOTransport{
-		Reader:        proc.Stdout(),
-		Writer:        proc.Stdin(),
-		MaxLineLength: lineLimit(cfg.MaxOutput),
-	}}
+	transport, err := newTapTransport(proc.Stdin(), proc.Stdout(), lineLimit(cfg.MaxOutput), tap)
+	if err != nil {
+		_ = proc.Close(0)
+		return &startError{"start", err}
+	}
 	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	if err != nil {
 		err = srv.explain(ctx, proc, err, cfg.StartupTimeout)
@@ -151,12 +156,18 @@ func (srv *server) start(ctx context.Context) error {
 		// A list_changed during the first listing (servers that add
 		// tools as they start send one) means the list may be stale.
 		again := srv.dirty && round < 3
+		stale := srv.dirty && !again
 		srv.dirty = false
 		if !again {
 			srv.lastList = raws
 			srv.state = ServerRunning
 		}
 		srv.mu.Unlock()
+		if stale {
+			// Still changing: re-list in the background, with the
+			// bounds of any re-list, once this list is published.
+			defer srv.toolsChanged(gen)
+		}
 		if !again {
 			break
 		}
@@ -240,8 +251,8 @@ func (srv *server) listAll(ctx context.Context, cs *mcp.ClientSession, tap *list
 	}
 }
 
-// sandboxConfig builds the process description from the server's config.
-func (srv *server) sandboxConfig() (sandbox.Config, error) {
+// grants returns the server's read and write grants as absolute paths.
+func (srv *server) grants() (read, write []string, err error) {
 	s := srv.sess
 	cfg := srv.cfg
 	home := ""
@@ -266,11 +277,47 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 		}
 		return out, nil
 	}
-	read, err := expand("read", cfg.Read)
-	if err != nil {
-		return sandbox.Config{}, err
+	if read, err = expand("read", cfg.Read); err != nil {
+		return nil, nil, err
 	}
-	write, err := expand("write", cfg.Write)
+	if write, err = expand("write", cfg.Write); err != nil {
+		return nil, nil, err
+	}
+	return read, write, nil
+}
+
+// reaches reports whether a confined server could open the directory dir:
+// the key of its config that grants it ("worktree" for the worktree), or
+// "". Opening for reading is enough to flock a file, so read grants count.
+func (srv *server) reaches(dir string) (string, error) {
+	if srv.cfg.Unconfined {
+		return "", nil // it reaches everything; the person chose that
+	}
+	read, write, err := srv.grants()
+	if err != nil {
+		return "", err
+	}
+	for _, g := range []struct {
+		key   string
+		paths []string
+	}{{"worktree", []string{srv.sess.worktree}}, {"write", write}, {"read", read}} {
+		for _, p := range g.paths {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				p = real
+			}
+			if p == dir || strings.HasPrefix(dir, strings.TrimSuffix(p, "/")+"/") {
+				return g.key, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// sandboxConfig builds the process description from the server's config.
+func (srv *server) sandboxConfig() (sandbox.Config, error) {
+	s := srv.sess
+	cfg := srv.cfg
+	read, write, err := srv.grants()
 	if err != nil {
 		return sandbox.Config{}, err
 	}
@@ -336,22 +383,32 @@ func (srv *server) failureNotice() string {
 	return n
 }
 
-// connBroken runs when the server sent something that cannot be read: the
-// go-sdk has dropped the connection, so the process is of no more use and
-// is stopped (a server that ignores its broken pipe would linger).
-func (srv *server) connBroken(gen uint64, err error) {
+// stop ends a running server that broke one of mcphost's bounds, or sent
+// something that cannot be read (the go-sdk has then dropped the
+// connection, so the process is of no more use; a server that ignores its
+// broken pipe would linger). why says what it did; the notice of its exit
+// says that mcphost stopped it, and why. The first reason is kept.
+func (srv *server) stop(gen uint64, why error) {
 	srv.mu.Lock()
-	if srv.gen != gen || srv.brokenErr != nil {
-		srv.mu.Unlock()
-		return
+	var proc *sandbox.Process
+	if srv.gen == gen {
+		proc = srv.stopLocked(why)
 	}
-	srv.brokenErr = err
-	proc := srv.proc
 	srv.mu.Unlock()
-	srv.sess.logger.Warn("server connection broken", "server", srv.cfg.Name, "error", err)
 	if proc != nil {
 		go proc.Close(0)
 	}
+}
+
+// stopLocked records why the server is stopped and returns the process to
+// close (nil if it was stopped already). srv.mu is held.
+func (srv *server) stopLocked(why error) *sandbox.Process {
+	if srv.stopErr != nil || srv.proc == nil {
+		return nil
+	}
+	srv.stopErr = why
+	srv.sess.logger.Warn("mcphost stopped the server", "server", srv.cfg.Name, "reason", why)
+	return srv.proc
 }
 
 // exited runs when the server's process ends on its own (or is closed).
@@ -367,8 +424,8 @@ func (srv *server) exited(gen uint64) {
 	if wasRunning {
 		srv.state = ServerExited
 		srv.err = fmt.Errorf("server exited (%s)", status)
-		if srv.brokenErr != nil {
-			status = fmt.Sprintf("stopped: it sent a message mcphost cannot read: %v", srv.brokenErr)
+		if srv.stopErr != nil {
+			status = fmt.Sprintf("mcphost stopped it: %v", srv.stopErr)
 			srv.err = fmt.Errorf("server %s", status)
 		}
 	}
@@ -431,6 +488,10 @@ func (srv *server) info() ServerInfo {
 func (srv *server) session() (*mcp.ClientSession, error) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
+	if srv.stopErr != nil {
+		// Its process may take a moment to die: no new call meanwhile.
+		return nil, fmt.Errorf("%w: mcphost stopped server %s: %v", ErrServerGone, srv.cfg.Name, srv.stopErr)
+	}
 	if srv.state != ServerRunning || srv.cs == nil {
 		why := string(srv.state)
 		if srv.err != nil {
@@ -441,14 +502,25 @@ func (srv *server) session() (*mcp.ClientSession, error) {
 	return srv.cs, nil
 }
 
+// Bounds on re-listing after notifications/tools/list_changed. Re-lists of
+// one server are coalesced: one runs at a time, and any number of
+// notifications during it make one more. A server that sends a
+// notification during each of maxRelistRounds re-lists in a row does not
+// settle, and is stopped.
+const (
+	relistInterval  = 250 * time.Millisecond // from the start of one re-list of a server to the next
+	maxRelistRounds = 10
+)
+
 // toolsChanged handles notifications/tools/list_changed: it marks the server
 // as re-listing at once, so calls wait for the new definitions instead of
 // going through under the old decision, and re-lists in the background
-// (again, if more notifications came meanwhile).
+// (again, if more notifications came meanwhile, at most once per
+// relistInterval).
 func (srv *server) toolsChanged(gen uint64) {
 	s := srv.sess
 	srv.mu.Lock()
-	if srv.gen != gen {
+	if srv.gen != gen || srv.stopErr != nil {
 		srv.mu.Unlock()
 		return
 	}
@@ -465,11 +537,38 @@ func (srv *server) toolsChanged(gen uint64) {
 	go func() {
 		defer s.bg.Done()
 		for {
+			srv.mu.Lock()
+			wait := relistInterval - time.Since(srv.lastRelist)
+			srv.mu.Unlock()
+			if wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-done: // closed by close: the server is going
+				}
+				t.Stop()
+			}
+			srv.mu.Lock()
+			srv.lastRelist = time.Now()
+			srv.mu.Unlock()
 			ok := srv.relist(gen, cs, tap)
 			srv.mu.Lock()
 			again := ok && srv.dirty && srv.relisting == done
 			srv.dirty = false
-			if !again {
+			if again {
+				srv.relists++
+			} else {
+				srv.relists = 0
+			}
+			unsettled := srv.relists >= maxRelistRounds
+			if !again || unsettled {
+				var proc *sandbox.Process
+				if unsettled {
+					// Stopped before the waiting calls are released:
+					// they see the stop, not a list that is already
+					// stale.
+					proc = srv.stopLocked(fmt.Errorf("its tools did not settle: it sent notifications/tools/list_changed during each of %d re-lists in a row", maxRelistRounds))
+				}
 				// Publish before releasing waiting calls, so that none
 				// of them goes through under the old definitions.
 				if srv.relisting == done {
@@ -477,6 +576,12 @@ func (srv *server) toolsChanged(gen uint64) {
 					close(done)
 				}
 				srv.mu.Unlock()
+				if unsettled {
+					if proc != nil {
+						go proc.Close(0)
+					}
+					return
+				}
 				break
 			}
 			srv.mu.Unlock()

@@ -300,6 +300,9 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 		return nil, errors.Join(errs...)
 	}
 	sort.Strings(s.order)
+	if err := s.checkStateReach(); err != nil {
+		return nil, err
+	}
 
 	// Read the pins while the servers start.
 	stateCh := make(chan loadedState, 1)
@@ -346,6 +349,32 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	}
 	s.recordFirstSight(pending)
 	return s, nil
+}
+
+// checkStateReach refuses a state directory that a server could open. A
+// server that can only read it could still flock its lock file and so hang
+// every review (flock needs no write access), and read the reviewed
+// definitions; one that can write it could approve itself.
+func (s *Session) checkStateReach() error {
+	dir := s.opts.StateDir
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	var errs []error
+	for _, name := range s.order {
+		srv := s.servers[name]
+		// A grant that cannot be expanded fails that server's start.
+		key, _ := srv.reaches(dir)
+		switch {
+		case key == "worktree":
+			return fmt.Errorf("mcphost: %w: the state directory %s is inside the worktree %s, which servers can read and write; use a state directory outside it (the default, DefaultStateDir, is)",
+				ErrStateReachable, dir, s.worktree)
+		case key != "":
+			errs = append(errs, fmt.Errorf("mcphost: %w: %w", ErrStateReachable, &ConfigError{Table: "mcp." + name, Key: key, Msg: fmt.Sprintf(
+				"it grants the server the state directory %s: the server could hold the state's lock, or read or change the reviews; narrow the grant or use a state directory outside it", dir)}))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 type loadedState struct {

@@ -4,13 +4,34 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// Bounds on one server's connection. A server past one is stopped, with a
+// notice that says which bound it broke.
+const (
+	// writeTimeout bounds one message mcphost writes to a server that has
+	// no earlier deadline (a call's deadline is call_timeout): a server
+	// that does not take it in this time is not reading its stdin.
+	writeTimeout = 10 * time.Second
+	// maxServerRequests bounds the requests from a server (ping,
+	// roots/list...) that mcphost has read and not yet answered.
+	maxServerRequests = 16
+	// maxServerMessage bounds the params of one request or notification
+	// from a server. Responses are bounded by lineLimit instead: a tool's
+	// result may be large, what a server asks of the host may not.
+	maxServerMessage = 256 << 10
+)
+
+// errStopped is what a connection mcphost stopped returns to the go-sdk.
+var errStopped = errors.New("mcphost stopped the server")
 
 // listTap sees the raw bytes of every tools/list result on one connection.
 //
@@ -26,14 +47,15 @@ import (
 type listTap struct {
 	changed func()      // called on notifications/tools/list_changed
 	broken  func(error) // called when reading the connection fails
+	stop    func(error) // called when the server breaks a bound: stop it
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]bool
 	last    json.RawMessage
 }
 
-func newListTap(changed func(), broken func(error)) *listTap {
-	return &listTap{pending: map[jsonrpc.ID]bool{}, changed: changed, broken: broken}
+func newListTap(changed func(), broken, stop func(error)) *listTap {
+	return &listTap{pending: map[jsonrpc.ID]bool{}, changed: changed, broken: broken, stop: stop}
 }
 
 // take returns the raw result of the most recent tools/list response and
@@ -47,34 +69,151 @@ func (t *listTap) take() json.RawMessage {
 	return r
 }
 
-// tapTransport wraps a transport so that its connection feeds a listTap.
+// deadlineWriter is a server's stdin: a pipe whose writes can be given a
+// deadline.
+type deadlineWriter interface {
+	io.WriteCloser
+	SetWriteDeadline(time.Time) error
+}
+
+// stdinWriter is the writer the go-sdk's transport writes through. It
+// remembers how much of the last message the server took, so that a write
+// cut short can be told from one that never began.
+type stdinWriter struct {
+	f    deadlineWriter
+	n    int // bytes written by the last Write, -1 if none was made
+	want int // the length of the last Write's message
+}
+
+func (w *stdinWriter) Write(p []byte) (int, error) {
+	w.want = len(p)
+	n, err := w.f.Write(p)
+	w.n = n
+	return n, err
+}
+
+func (w *stdinWriter) Close() error { return w.f.Close() }
+
+// tapTransport wraps the stdio transport to a server so that its
+// connection feeds a listTap and keeps the connection's bounds.
 type tapTransport struct {
-	inner mcp.Transport
-	tap   *listTap
+	stdin  *stdinWriter
+	stdout io.ReadCloser
+	limit  int // lineLimit
+	tap    *listTap
+}
+
+func newTapTransport(stdin io.WriteCloser, stdout io.ReadCloser, limit int, tap *listTap) (*tapTransport, error) {
+	f, ok := stdin.(deadlineWriter)
+	if !ok {
+		return nil, fmt.Errorf("the server's stdin (%T) cannot bound its writes", stdin)
+	}
+	return &tapTransport{stdin: &stdinWriter{f: f, n: -1}, stdout: stdout, limit: limit, tap: tap}, nil
 }
 
 func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.inner.Connect(ctx)
+	inner := &mcp.IOTransport{Reader: t.stdout, Writer: t.stdin, MaxLineLength: t.limit}
+	c, err := inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &tapConn{Connection: c, tap: t.tap}, nil
+	return &tapConn{Connection: c, tap: t.tap, stdin: t.stdin, wsem: make(chan struct{}, 1),
+		inflight: map[jsonrpc.ID]bool{}}, nil
 }
 
 type tapConn struct {
 	mcp.Connection
-	tap *listTap
+	tap   *listTap
+	stdin *stdinWriter
+	wsem  chan struct{} // one writer at a time, waited for under its context
+
+	mu       sync.Mutex
+	inflight map[jsonrpc.ID]bool // requests from the server not yet answered
+	stopped  bool
 }
 
+// halt stops the server for err, once.
+func (c *tapConn) halt(err error) {
+	c.mu.Lock()
+	first := !c.stopped
+	c.stopped = true
+	c.mu.Unlock()
+	if first {
+		c.tap.stop(err)
+	}
+}
+
+// Write writes one message, bounded by ctx and by writeTimeout. The go-sdk
+// writes synchronously and a pipe write ignores contexts, so the bound is a
+// deadline on the pipe, moved to now if ctx is cancelled. A message cut
+// short leaves the stream unreadable, and a server that did not take its
+// input in time is not reading: either way the server is stopped. Only a
+// message the caller gave up on before any of it was written leaves the
+// server be.
 func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/list" && req.ID.IsValid() {
 		c.tap.mu.Lock()
 		c.tap.pending[req.ID] = true
 		c.tap.mu.Unlock()
 	}
-	return c.Connection.Write(ctx, msg)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		defer func() {
+			c.mu.Lock()
+			delete(c.inflight, resp.ID)
+			c.mu.Unlock()
+		}()
+	}
+	select {
+	case c.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-c.wsem }()
+
+	deadline, byCtx := time.Now().Add(writeTimeout), false
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline, byCtx = d, true
+	}
+	f := c.stdin.f
+	if err := f.SetWriteDeadline(deadline); err != nil {
+		return err // the pipe is closed: the server is being stopped
+	}
+	var stop func() bool
+	fired := make(chan struct{})
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() {
+			f.SetWriteDeadline(time.Unix(1, 0))
+			close(fired)
+		})
+	}
+	c.stdin.n = -1
+	err := c.Connection.Write(ctx, msg)
+	if stop != nil && !stop() {
+		<-fired // its deadline must not fall on the next write
+	}
+	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	taken, want := max(c.stdin.n, 0), c.stdin.want
+	if byCtx && !time.Now().Before(deadline) {
+		<-ctx.Done() // the pipe's deadline was the context's: it ends now
+	}
+	switch cerr := ctx.Err(); {
+	case cerr != nil && taken == 0 && !errors.Is(cerr, context.DeadlineExceeded):
+		return cerr // nothing was sent: the server may be well
+	case cerr != nil && !errors.Is(cerr, context.DeadlineExceeded):
+		c.halt(fmt.Errorf("a message to it was cut short when its caller gave up (%d of %d bytes taken), and the stream cannot go on", taken, want))
+		return cerr
+	case cerr != nil:
+		c.halt(fmt.Errorf("it did not take its input: a message of %d bytes (%d taken) was not written by the call's deadline; it is not reading its stdin", want, taken))
+		return cerr
+	}
+	c.halt(fmt.Errorf("it did not take its input: a message of %d bytes (%d taken) was not written within %v; it is not reading its stdin", want, taken, writeTimeout))
+	return err
 }
 
+// Read reads one message and keeps the bounds on what a server sends: the
+// size of a request or notification, and the requests in flight.
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, os.ErrClosed) {
@@ -82,19 +221,40 @@ func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		// the size limit): the go-sdk closes the connection; say why.
 		c.tap.broken(err)
 	}
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.Method == "notifications/tools/list_changed" {
-		c.tap.changed()
+	if err != nil {
+		return msg, err
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
+	switch msg := msg.(type) {
+	case *jsonrpc.Request:
+		if len(msg.Params) > maxServerMessage {
+			err := fmt.Errorf("it sent a %s message of %d bytes, more than the %d mcphost takes from a server", printable(msg.Method, 60), len(msg.Params), maxServerMessage)
+			c.halt(err)
+			return nil, fmt.Errorf("%w: %w", errStopped, err)
+		}
+		if msg.ID.IsValid() {
+			c.mu.Lock()
+			c.inflight[msg.ID] = true
+			n := len(c.inflight)
+			c.mu.Unlock()
+			if n > maxServerRequests {
+				err := fmt.Errorf("it sent more than %d requests that mcphost had not yet answered (it is not reading the answers)", maxServerRequests)
+				c.halt(err)
+				return nil, fmt.Errorf("%w: %w", errStopped, err)
+			}
+		}
+		if msg.Method == "notifications/tools/list_changed" {
+			c.tap.changed()
+		}
+	case *jsonrpc.Response:
 		c.tap.mu.Lock()
-		if c.tap.pending[resp.ID] {
-			delete(c.tap.pending, resp.ID)
-			if resp.Error == nil {
+		if c.tap.pending[msg.ID] {
+			delete(c.tap.pending, msg.ID)
+			if msg.Error == nil {
 				// Copy: the transport may reuse its buffer.
-				c.tap.last = append(json.RawMessage(nil), resp.Result...)
+				c.tap.last = append(json.RawMessage(nil), msg.Result...)
 			}
 		}
 		c.tap.mu.Unlock()
 	}
-	return msg, err
+	return msg, nil
 }
