@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 		helperAdd()
 	case "crash":
 		helperCrash()
+	case "hold":
+		helperHold()
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s=%q\n", helperEnv, os.Getenv(helperEnv))
 		os.Exit(2)
@@ -91,3 +93,4 @@ func helperCrash() {
 	})
 	helperFail(fmt.Errorf("Update returned %v instead of crashing", err))
 }
+
