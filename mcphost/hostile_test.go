@@ -268,3 +268,31 @@ func TestStateDirReachRefused(t *testing.T) {
 		t.Fatal("Approve still waits for the state lock")
 	}
 }
+
+// TestStateLockHostageBounded: a server that does hold the state's lock
+// (one run with sandbox = "off", which reaches everything) cannot hang a
+// review: Approve fails with pin.ErrLocked after Options.LockTimeout.
+func TestStateLockHostageBounded(t *testing.T) {
+	e := newEnv(t)
+	opts := e.opts()
+	opts.LockTimeout = 500 * time.Millisecond
+	sc := fixture("off")
+	sc.Unconfined = true
+	s := e.connect(opts, sc)
+	lockFile := filepath.Join(e.state, pin.FileName+".lock")
+	if got := call(t, s, "mcp__off__flock", fmt.Sprintf(`{"path":%q}`, lockFile)); got != "locked" {
+		t.Fatalf("the unconfined server could not lock %s: %s", lockFile, got)
+	}
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- s.Approve("mcp__off__echo") }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, pin.ErrLocked) {
+			t.Errorf("Approve under a held lock: %v; want pin.ErrLocked", err)
+		}
+		t.Logf("Approve returned after %v: %v", time.Since(start), err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Approve still waits for the state lock after 10s (LockTimeout 500ms)")
+	}
+}

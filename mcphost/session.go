@@ -63,6 +63,10 @@ type Options struct {
 	// HostEnv is the environment the servers' environments are scrubbed
 	// from. Nil: os.Environ().
 	HostEnv []string
+	// LockTimeout bounds each wait for the state file's lock (recording a
+	// first sight or a review); past it the recording fails with an error
+	// wrapping pin.ErrLocked. Default pin.DefaultLockTimeout.
+	LockTimeout time.Duration
 }
 
 // Approver decides whether a call of a tool that needs approval may go
@@ -272,7 +276,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	if err := os.MkdirAll(s.opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("mcphost: state dir: %w", err)
 	}
-	s.store = &pin.Store{Dir: s.opts.StateDir}
+	s.store = &pin.Store{Dir: s.opts.StateDir, LockTimeout: s.opts.LockTimeout}
 	if s.opts.ConfigFile != "" {
 		if s.opts.ConfigFile, err = filepath.Abs(s.opts.ConfigFile); err != nil {
 			return nil, fmt.Errorf("mcphost: config file: %w", err)

@@ -37,7 +37,15 @@ const (
 )
 
 func main() {
+	// SIGINT or SIGTERM cancels what runs: every wait of the library ends
+	// with its context, and the servers are closed on the way out. A
+	// second signal is not caught, so it ends mcphost at once (each
+	// server's helper then ends the server's processes).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -133,7 +141,7 @@ func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Sessi
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
 		var ce *mcphost.ConfigError
-		if errors.As(err, &ce) {
+		if errors.As(err, &ce) || errors.Is(err, mcphost.ErrStateReachable) {
 			return nil, exitUsage
 		}
 		return nil, exitFail
