@@ -447,6 +447,10 @@ func (srv *server) exited(gen uint64) {
 func (srv *server) close(state ServerState) error {
 	srv.mu.Lock()
 	cs, proc := srv.cs, srv.proc
+	grace := srv.sess.opts.CloseGrace
+	if srv.stopErr != nil {
+		grace = 0 // mcphost stopped it: no grace to wait out
+	}
 	srv.cs, srv.proc = nil, nil
 	srv.gen++ // the exit watcher of this process stands down
 	if srv.state == ServerRunning || srv.state == ServerExited {
@@ -463,7 +467,7 @@ func (srv *server) close(state ServerState) error {
 	// everything it started. Closing the go-sdk session first would wait
 	// for calls in flight, up to their call_timeout.
 	if proc != nil {
-		err = proc.Close(srv.sess.opts.CloseGrace)
+		err = proc.Close(grace)
 	}
 	if cs != nil {
 		cs.Close() // fails the calls in flight: the server is gone
