@@ -130,9 +130,12 @@ func (s *Session) entry(ctx context.Context, name string, clk *callClock) (*tool
 	if !ok {
 		return nil, fmt.Errorf("%w: no tool named %q (the model may only call the tools offered)", ErrUnknownTool, printable(name, 100))
 	}
-	wctx, cancel := clk.within(ctx, e.srv)
-	err := e.srv.listed(wctx)
-	cancel()
+	var err error
+	if e.srv.relistPending() {
+		wctx, cancel := clk.within(ctx, e.srv)
+		err = e.srv.listed(wctx)
+		cancel()
+	}
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:

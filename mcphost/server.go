@@ -622,6 +622,13 @@ func (srv *server) relist(gen uint64, cs *mcp.ClientSession, tap *listTap) bool 
 	return true
 }
 
+// relistPending reports whether a re-list of the server is under way.
+func (srv *server) relistPending() bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.relisting != nil
+}
+
 // listed waits until no re-list is pending for the server.
 func (srv *server) listed(ctx context.Context) error {
 	for {

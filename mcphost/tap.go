@@ -118,7 +118,7 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	return &tapConn{Connection: c, tap: t.tap, stdin: t.stdin, wsem: make(chan struct{}, 1),
-		inflight: map[jsonrpc.ID]bool{}}, nil
+		cancelled: make(chan struct{}, 1), inflight: map[jsonrpc.ID]bool{}}, nil
 }
 
 type tapConn struct {
@@ -126,10 +126,18 @@ type tapConn struct {
 	tap   *listTap
 	stdin *stdinWriter
 	wsem  chan struct{} // one writer at a time, waited for under its context
+	// cancelled gets a value when cancelWrite has run (buffered, 1).
+	cancelled chan struct{}
 
 	mu       sync.Mutex
 	inflight map[jsonrpc.ID]bool // requests from the server not yet answered
 	stopped  bool
+}
+
+// cancelWrite ends the write in progress at once: its caller gave up.
+func (c *tapConn) cancelWrite() {
+	c.stdin.f.SetWriteDeadline(time.Unix(1, 0))
+	c.cancelled <- struct{}{}
 }
 
 // halt stops the server for err, once.
@@ -179,17 +187,13 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err // the pipe is closed: the server is being stopped
 	}
 	var stop func() bool
-	fired := make(chan struct{})
 	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() {
-			f.SetWriteDeadline(time.Unix(1, 0))
-			close(fired)
-		})
+		stop = context.AfterFunc(ctx, c.cancelWrite)
 	}
 	c.stdin.n = -1
 	err := c.Connection.Write(ctx, msg)
 	if stop != nil && !stop() {
-		<-fired // its deadline must not fall on the next write
+		<-c.cancelled // its deadline must not fall on the next write
 	}
 	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 		return err
