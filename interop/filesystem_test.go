@@ -1,7 +1,9 @@
 package interop_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,35 +141,37 @@ func TestFilesystem(t *testing.T) {
 		}
 	})
 
-	t.Run("state refused by the sandbox", func(t *testing.T) {
-		// A state directory inside the worktree is inside the server's
-		// allowed directory, so the server itself lets the write go
-		// ahead: only the sandbox, which makes the state directory
-		// read-only, stops it.
+	t.Run("state and config refused", func(t *testing.T) {
+		// A state directory inside the worktree is refused outright:
+		// the server could hold its lock (flock needs only read access).
 		h2 := newHarness(t)
 		opts := h2.opts()
 		opts.StateDir = filepath.Join(h2.worktree, ".mcphost-state")
 		cfg := filesystemServer(t, h2)
-		s2 := h2.connect(opts, cfg)
-		stateFile := filepath.Join(opts.StateDir, "mcp-reviewed.json")
-		before, err := os.ReadFile(stateFile)
-		if err != nil {
-			t.Fatalf("the session did not record its first-seen tools: %v", err)
-		}
-		for _, path := range []string{stateFile, filepath.Join(opts.StateDir, "planted.json")} {
-			args, _ := json.Marshal(map[string]string{"path": path, "content": `{"tools":{}}`})
-			out := callErr(t, s2, "mcp__filesystem__write_file", string(args))
-			t.Logf("write_file %s: %s", filepath.Base(path), out)
-			if strings.Contains(out, "Access denied") || !containsAny(out, "EROFS", "EACCES", "EPERM", "EBUSY") {
-				t.Errorf("write_file %s refused with %q; want the operating system's refusal (EROFS, EACCES, EPERM or EBUSY), not the server's", path, out)
+		if s2, err := mcphost.Connect(context.Background(), []mcphost.ServerConfig{cfg}, opts); !errors.Is(err, mcphost.ErrStateReachable) {
+			if s2 != nil {
+				s2.Close()
 			}
+			t.Fatalf("Connect with the state in the worktree: %v; want ErrStateReachable", err)
 		}
-		after, err := os.ReadFile(stateFile)
-		if err != nil || string(after) != string(before) {
-			t.Errorf("the state file changed under the server: %v\n%s", err, after)
+		// The config file inside the worktree is inside the server's
+		// allowed directory, so the server itself lets the write go
+		// ahead: only the sandbox, which makes it read-only, stops it.
+		opts = h2.opts()
+		opts.ConfigFile = filepath.Join(h2.worktree, "agent.toml")
+		before := []byte("[mcp.filesystem]\n")
+		if err := os.WriteFile(opts.ConfigFile, before, 0o644); err != nil {
+			t.Fatal(err)
 		}
-		if _, err := os.Stat(filepath.Join(opts.StateDir, "planted.json")); !os.IsNotExist(err) {
-			t.Errorf("the server created a file in the state directory (stat: %v)", err)
+		s2 := h2.connect(opts, cfg)
+		args, _ := json.Marshal(map[string]string{"path": opts.ConfigFile, "content": "[mcp.evil]\n"})
+		out := callErr(t, s2, "mcp__filesystem__write_file", string(args))
+		t.Logf("write_file agent.toml: %s", out)
+		if strings.Contains(out, "Access denied") || !containsAny(out, "EROFS", "EACCES", "EPERM", "EBUSY") {
+			t.Errorf("write_file of the config refused with %q; want the operating system's refusal (EROFS, EACCES, EPERM or EBUSY), not the server's", out)
+		}
+		if after, err := os.ReadFile(opts.ConfigFile); err != nil || string(after) != string(before) {
+			t.Errorf("the config file changed under the server: %v\n%s", err, after)
 		}
 	})
 }

@@ -31,8 +31,10 @@ type Options struct {
 	// Worktree is the directory servers run in and may write. Default ".".
 	Worktree string
 	// StateDir holds the reviewed-tools state file. Default:
-	// DefaultStateDir(Worktree), outside the worktree. Servers cannot write
-	// it even when it lies inside the worktree.
+	// DefaultStateDir(Worktree), outside the worktree. Connect refuses, with
+	// ErrStateReachable, a StateDir inside the worktree or inside a read or
+	// write grant of a confined server: a server that can open the state's
+	// lock file can hold the lock.
 	StateDir string
 	// ConfigFile is the path of the agent's config file, if it has one.
 	// Servers cannot write it even when it lies inside the worktree.
@@ -236,7 +238,8 @@ func mustJSON(v any) json.RawMessage {
 // Connect starts every server in parallel, confined to the worktree, and
 // discovers their tools. One server's failure does not fail Connect: it is
 // in Notices and Servers. Connect fails only for a bad worktree or state
-// directory, an invalid ServerConfig, or ctx ending. ctx bounds Connect
+// directory (one a server could reach: ErrStateReachable), an invalid
+// ServerConfig, or ctx ending. ctx bounds Connect
 // itself, not the session's life; each server's start is also bounded by its
 // StartupTimeout. The caller must Close the session.
 func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Session, error) {

@@ -122,7 +122,9 @@ func NewEntry(def json.RawMessage, reviewedAt time.Time) (Entry, error) {
 // once; Update serializes writers with a lock file.
 //
 // Keep Dir outside any directory a server can write: a server able to write
-// the state file could approve its own tools.
+// the state file could approve its own tools. Keep it outside what a server
+// can read, too: flock needs only a descriptor opened for reading, so such
+// a server could hold the lock (Update then fails with ErrLocked).
 type Store struct {
 	// Dir is the state directory. Update creates it (mode 0700) if missing.
 	Dir string
