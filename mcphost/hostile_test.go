@@ -77,13 +77,13 @@ func TestStuckWriteTimesOut(t *testing.T) {
 	stuck.CallTimeout = 2 * time.Second
 	s := e.connect(e.opts(), stuck, fixture("good"))
 
-	const n = 8
+	const n = 4
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := callWithin(t, 8*time.Second, context.Background(), s, "mcp__stuck__echo", bigText(1<<20+i))
+			d, err := callWithin(t, 8*time.Second, context.Background(), s, "mcp__stuck__echo", bigText(256<<10+i))
 			if !errors.Is(err, ErrTimeout) && !errors.Is(err, ErrServerGone) {
 				t.Errorf("call of a server that does not read: %v; want ErrTimeout or ErrServerGone", err)
 			}
@@ -110,13 +110,15 @@ func TestStuckWriteCancelled(t *testing.T) {
 	stuck.CallTimeout = time.Minute
 	s := e.connect(e.opts(), stuck)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(500*time.Millisecond, cancel)
-	d, err := callWithin(t, 8*time.Second, ctx, s, "mcp__stuck__echo", bigText(1<<20))
+	// Late enough for the arguments to be checked and their write to be
+	// stuck, on a loaded machine too.
+	time.AfterFunc(time.Second, cancel)
+	d, err := callWithin(t, 8*time.Second, ctx, s, "mcp__stuck__echo", bigText(256<<10))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled call: %v; want context.Canceled", err)
 	}
 	if d > 3*time.Second {
-		t.Errorf("cancelled call returned after %v, 500ms after its start", d)
+		t.Errorf("cancelled call returned after %v, 1s after its start", d)
 	}
 	waitNotice(t, s, 5*time.Second, "stuck", "mcphost stopped it", "cut short")
 }
@@ -250,7 +252,7 @@ func TestStateDirReachRefused(t *testing.T) {
 	}
 	// Outside every grant: the server cannot even open the lock file, so
 	// it cannot hold it, and recording a review is not held up.
-	s := e.connect(e.opts(), fixture("a"))
+	s := e.connect(e.opts(), fixture("a", "-with-flock"))
 	lockFile := filepath.Join(e.state, pin.FileName+".lock")
 	got := call(t, s, "mcp__a__flock", fmt.Sprintf(`{"path":%q}`, lockFile))
 	if got == "locked" {
@@ -276,7 +278,7 @@ func TestStateLockHostageBounded(t *testing.T) {
 	e := newEnv(t)
 	opts := e.opts()
 	opts.LockTimeout = 500 * time.Millisecond
-	sc := fixture("off")
+	sc := fixture("off", "-with-flock")
 	sc.Unconfined = true
 	s := e.connect(opts, sc)
 	lockFile := filepath.Join(e.state, pin.FileName+".lock")
