@@ -93,4 +93,3 @@ func helperCrash() {
 	})
 	helperFail(fmt.Errorf("Update returned %v instead of crashing", err))
 }
-
