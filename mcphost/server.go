@@ -395,9 +395,7 @@ func (srv *server) stop(gen uint64, why error) {
 		proc = srv.stopLocked(why)
 	}
 	srv.mu.Unlock()
-	if proc != nil {
-		go proc.Close(0)
-	}
+	srv.halted(proc, why)
 }
 
 // stopLocked records why the server is stopped and returns the process to
@@ -407,8 +405,16 @@ func (srv *server) stopLocked(why error) *sandbox.Process {
 		return nil
 	}
 	srv.stopErr = why
-	srv.sess.logger.Warn("mcphost stopped the server", "server", srv.cfg.Name, "reason", why)
 	return srv.proc
+}
+
+// halted logs a stop and closes the process stopLocked returned.
+func (srv *server) halted(proc *sandbox.Process, why error) {
+	if proc == nil {
+		return
+	}
+	srv.sess.logger.Warn("mcphost stopped the server", "server", srv.cfg.Name, "reason", why)
+	go proc.Close(0)
 }
 
 // exited runs when the server's process ends on its own (or is closed).
@@ -567,11 +573,13 @@ func (srv *server) toolsChanged(gen uint64) {
 			unsettled := srv.relists >= maxRelistRounds
 			if !again || unsettled {
 				var proc *sandbox.Process
+				var why error
 				if unsettled {
 					// Stopped before the waiting calls are released:
 					// they see the stop, not a list that is already
 					// stale.
-					proc = srv.stopLocked(fmt.Errorf("its tools did not settle: it sent notifications/tools/list_changed during each of %d re-lists in a row", maxRelistRounds))
+					why = fmt.Errorf("its tools did not settle: it sent notifications/tools/list_changed during each of %d re-lists in a row", maxRelistRounds)
+					proc = srv.stopLocked(why)
 				}
 				// Publish before releasing waiting calls, so that none
 				// of them goes through under the old definitions.
@@ -581,9 +589,7 @@ func (srv *server) toolsChanged(gen uint64) {
 				}
 				srv.mu.Unlock()
 				if unsettled {
-					if proc != nil {
-						go proc.Close(0)
-					}
+					srv.halted(proc, why)
 					return
 				}
 				break
