@@ -3,9 +3,11 @@ package pin
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzCanonical checks, for any input, that Canonical never panics, accepts
@@ -75,6 +77,8 @@ func FuzzVisible(f *testing.F) {
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte(`{"version":1}`))
 	f.Add([]byte(`{"version":2,"x":[]}`))
+	ins, _ := NewEntry(InstructionsDefinition("Use the notes."), time.Unix(1, 0).UTC())
+	f.Add(fmt.Appendf(nil, `{"version":2,"instructions":{"notes":{"digest":%q,"definition":%s,"reviewed_at":"1970-01-01T00:00:01Z"}},"prompts":{}}`, ins.Digest, ins.Definition))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, err := parseState(data)
 		if err != nil {

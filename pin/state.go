@@ -23,7 +23,9 @@ const FileName = "mcp-reviewed.json"
 
 // FormatVersion is the version of the state file format this package reads
 // and writes. A file with a higher version is refused, never misread.
-const FormatVersion = 1
+// Version 2 added Instructions and Prompts; version 1 files read as they
+// are (with neither), and Update writes version 2.
+const FormatVersion = 2
 
 // maxStateSize bounds how much of a state file is read, so that a runaway
 // file cannot exhaust memory. It is far above any real use: ten thousand
@@ -73,6 +75,39 @@ type State struct {
 	Tools map[string]Entry `json:"tools"`
 	// Servers holds server-level pins, keyed by the server's name.
 	Servers map[string]ServerEntry `json:"servers"`
+	// Instructions holds the reviewed instructions of each server (the
+	// "instructions" of its initialize result), keyed by the server's
+	// name. The entry's Definition is InstructionsDefinition of the text;
+	// a server reviewed with no instructions has an entry with empty text.
+	// An entry also says that the server's prompts were reviewed then: a
+	// prompt of such a server that is not in Prompts is new.
+	Instructions map[string]Entry `json:"instructions,omitempty"`
+	// Prompts holds the reviewed prompts (each as prompts/list sent it),
+	// keyed by Key(server, prompt name).
+	Prompts map[string]Entry `json:"prompts,omitempty"`
+}
+
+// InstructionsDefinition returns the JSON object a server's instructions
+// are pinned as: {"instructions": text}. Digest and Diff take it like a
+// tool definition, so a change is shown as a line diff of the text.
+func InstructionsDefinition(text string) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(map[string]string{"instructions": text}); err != nil {
+		panic(err) // a map of strings always encodes
+	}
+	return bytes.TrimSpace(b.Bytes())
+}
+
+// InstructionsText returns the text of an InstructionsDefinition, and
+// false if def is not one.
+func InstructionsText(def json.RawMessage) (string, bool) {
+	v, err := parseObject(def, maxDepth)
+	if err != nil || len(v.kids) != 1 || string(v.kids[0].key) != "instructions" || v.kids[0].val.kind != kindString {
+		return "", false
+	}
+	return string(v.kids[0].val.text), true
 }
 
 // Entry is the pin of one reviewed tool.
@@ -194,7 +229,8 @@ func readLimited(path string) ([]byte, error) {
 }
 
 func newState() *State {
-	return &State{Version: FormatVersion, Tools: map[string]Entry{}, Servers: map[string]ServerEntry{}}
+	return &State{Version: FormatVersion, Tools: map[string]Entry{}, Servers: map[string]ServerEntry{},
+		Instructions: map[string]Entry{}, Prompts: map[string]Entry{}}
 }
 
 // futureVersionError is returned by parseState for a newer format.
@@ -233,12 +269,12 @@ func parseState(data []byte) (*State, error) {
 	st := newState()
 	// The digest of each definition, computed from the tree already parsed
 	// rather than by parsing each definition again.
-	var digests map[string]string
+	digests := map[string]string{}
 	for _, m := range root.kids {
 		switch string(m.key) {
 		case "version":
-		case "tools":
-			if digests, err = decodeTools(st, data, &m.val); err != nil {
+		case "tools", "instructions", "prompts":
+			if err = decodeEntries(st.entries(string(m.key)), string(m.key), data, &m.val, digests); err != nil {
 				return nil, err
 			}
 		case "servers":
@@ -250,6 +286,9 @@ func parseState(data []byte) (*State, error) {
 		}
 	}
 	err = checkState(st, func(key string, _ json.RawMessage) (string, error) { return digests[key], nil })
+	if err == nil && version < 2 && (len(st.Instructions) > 0 || len(st.Prompts) > 0) {
+		err = errors.New("format version 1 has no \"instructions\" nor \"prompts\"")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -267,21 +306,32 @@ func parseVersion(v *value) (int64, error) {
 	return n, nil
 }
 
-// decodeTools decodes the "tools" object, parsed from data, into st and
-// returns the digest of each entry's definition.
-func decodeTools(st *State, data []byte, v *value) (map[string]string, error) {
+// entries returns the map of st that the top-level field name holds.
+func (st *State) entries(name string) map[string]Entry {
+	switch name {
+	case "tools":
+		return st.Tools
+	case "instructions":
+		return st.Instructions
+	}
+	return st.Prompts
+}
+
+// decodeEntries decodes the object of entries named name, parsed from data,
+// into dst and adds the digest of each entry's definition to digests, keyed
+// by name, a slash and the entry's key.
+func decodeEntries(dst map[string]Entry, name string, data []byte, v *value, digests map[string]string) error {
 	if v.kind == kindNull {
-		return nil, nil
+		return nil
 	}
 	if v.kind != kindObject {
-		return nil, errors.New("\"tools\" is not an object")
+		return fmt.Errorf("%q is not an object", name)
 	}
-	digests := make(map[string]string, len(v.kids))
 	var buf []byte
 	for _, m := range v.kids {
-		where := "tools[" + quoteKey(m.key) + "]"
+		where := name + "[" + quoteKey(m.key) + "]"
 		if m.val.kind != kindObject {
-			return nil, fmt.Errorf("%s is not an object", where)
+			return fmt.Errorf("%s is not an object", where)
 		}
 		var e Entry
 		var seen [3]bool
@@ -289,39 +339,39 @@ func decodeTools(st *State, data []byte, v *value) (map[string]string, error) {
 			switch string(f.key) {
 			case "digest":
 				if f.val.kind != kindString {
-					return nil, fmt.Errorf("%s.digest is not a string", where)
+					return fmt.Errorf("%s.digest is not a string", where)
 				}
 				e.Digest = string(f.val.text)
 				seen[0] = true
 			case "definition":
 				if f.val.kind != kindObject {
-					return nil, fmt.Errorf("%s.definition is not an object", where)
+					return fmt.Errorf("%s.definition is not an object", where)
 				}
 				e.Definition = slices.Clone(data[f.start:f.end])
-				buf, digests[string(m.key)] = digestTree(buf, &f.val)
+				buf, digests[name+"/"+string(m.key)] = digestTree(buf, &f.val)
 				seen[1] = true
 			case "reviewed_at":
 				if f.val.kind != kindString {
-					return nil, fmt.Errorf("%s.reviewed_at is not a string", where)
+					return fmt.Errorf("%s.reviewed_at is not a string", where)
 				}
 				t, err := time.Parse(time.RFC3339Nano, string(f.val.text))
 				if err != nil {
-					return nil, fmt.Errorf("%s.reviewed_at: %w", where, err)
+					return fmt.Errorf("%s.reviewed_at: %w", where, err)
 				}
 				e.ReviewedAt = t
 				seen[2] = true
 			default:
-				return nil, fmt.Errorf("%s has an unknown field %s", where, quoteKey(f.key))
+				return fmt.Errorf("%s has an unknown field %s", where, quoteKey(f.key))
 			}
 		}
 		for i, name := range [...]string{"digest", "definition", "reviewed_at"} {
 			if !seen[i] {
-				return nil, fmt.Errorf("%s has no %q", where, name)
+				return fmt.Errorf("%s has no %q", where, name)
 			}
 		}
-		st.Tools[string(m.key)] = e
+		dst[string(m.key)] = e
 	}
-	return digests, nil
+	return nil
 }
 
 func decodeServers(st *State, v *value) error {
@@ -373,26 +423,40 @@ func decodeServers(st *State, v *value) error {
 // it: Update never writes a file that Load would refuse. digestOf returns
 // the digest of the definition of the entry with the given key.
 func checkState(st *State, digestOf func(key string, def json.RawMessage) (string, error)) error {
-	for _, k := range sortedKeys(st.Tools) {
-		e := st.Tools[k]
-		where := "tools[" + quoteKey([]byte(k)) + "]"
-		server, tool, ok := strings.Cut(k, "/")
-		if !ok || server == "" || tool == "" {
-			return fmt.Errorf("%s: key is not \"server/tool\"", where)
-		}
-		if !validDigest(e.Digest) {
-			return fmt.Errorf("%s: digest %s has an unknown format, want %q and 64 lower case hex digits",
-				where, quoteKey([]byte(e.Digest)), DigestPrefix)
-		}
-		d, err := digestOf(k, e.Definition)
-		if err != nil {
-			return fmt.Errorf("%s: definition is not an acceptable JSON object: %s", where, errString(err))
-		}
-		if d != e.Digest {
-			return fmt.Errorf("%s: digest does not match the definition (the definition's digest is %s)", where, d)
-		}
-		if e.ReviewedAt.IsZero() {
-			return fmt.Errorf("%s: reviewed_at is missing", where)
+	for _, set := range []struct {
+		name    string
+		m       map[string]Entry
+		keyword string // what the key names after the server, "" for the server alone
+	}{{"tools", st.Tools, "tool"}, {"instructions", st.Instructions, ""}, {"prompts", st.Prompts, "prompt"}} {
+		for _, k := range sortedKeys(set.m) {
+			e := set.m[k]
+			where := set.name + "[" + quoteKey([]byte(k)) + "]"
+			if set.keyword == "" {
+				if k == "" || strings.Contains(k, "/") {
+					return fmt.Errorf("%s: not a server name", where)
+				}
+			} else if server, rest, ok := strings.Cut(k, "/"); !ok || server == "" || rest == "" {
+				return fmt.Errorf("%s: key is not \"server/%s\"", where, set.keyword)
+			}
+			if !validDigest(e.Digest) {
+				return fmt.Errorf("%s: digest %s has an unknown format, want %q and 64 lower case hex digits",
+					where, quoteKey([]byte(e.Digest)), DigestPrefix)
+			}
+			d, err := digestOf(set.name+"/"+k, e.Definition)
+			if err != nil {
+				return fmt.Errorf("%s: definition is not an acceptable JSON object: %s", where, errString(err))
+			}
+			if d != e.Digest {
+				return fmt.Errorf("%s: digest does not match the definition (the definition's digest is %s)", where, d)
+			}
+			if set.keyword == "" {
+				if _, ok := InstructionsText(e.Definition); !ok {
+					return fmt.Errorf("%s: definition is not {\"instructions\": text}", where)
+				}
+			}
+			if e.ReviewedAt.IsZero() {
+				return fmt.Errorf("%s: reviewed_at is missing", where)
+			}
 		}
 	}
 	for _, k := range sortedKeys(st.Servers) {
@@ -482,6 +546,12 @@ func (s *Store) Update(fn func(*State) error) error {
 	}
 	if st.Servers == nil {
 		st.Servers = map[string]ServerEntry{}
+	}
+	if st.Instructions == nil {
+		st.Instructions = map[string]Entry{}
+	}
+	if st.Prompts == nil {
+		st.Prompts = map[string]Entry{}
 	}
 	if err := checkState(st, digestDefinition); err != nil {
 		return fmt.Errorf("pin: not writing %s: the new state is invalid: %w", path, err)

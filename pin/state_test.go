@@ -251,14 +251,14 @@ func assertUpdateRefused(t *testing.T, s *Store, data []byte, want error) {
 }
 
 func TestLoadFutureVersion(t *testing.T) {
-	for _, name := range []string{"v2", "v99_other_types"} {
+	for _, name := range []string{"v3", "v99_other_types"} {
 		t.Run(name, func(t *testing.T) {
 			s, data := installState(t, "state/future/"+name+".json")
 			_, err := s.Load()
 			if !errors.Is(err, ErrFutureVersion) || errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Load error = %v, want ErrFutureVersion only", err)
 			}
-			for _, w := range []string{filepath.Join(s.Dir, FileName), "reads up to 1", "upgrade"} {
+			for _, w := range []string{filepath.Join(s.Dir, FileName), "reads up to 2", "upgrade"} {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
@@ -579,5 +579,76 @@ func BenchmarkLoad(b *testing.B) {
 		if _, err := s.Load(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestInstructionsAndPrompts: the version 2 maps round-trip, and what does
+// not match its digest or is not of its form is refused by Update and Load.
+func TestInstructionsAndPrompts(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	text := "Use \u200b the notes.\n\"quoted\" <b>"
+	ins, err := NewEntry(InstructionsDefinition(text), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := InstructionsText(ins.Definition); !ok || got != text {
+		t.Fatalf("InstructionsText = %q, %v; want %q", got, ok, text)
+	}
+	prompt, err := NewEntry(json.RawMessage(`{"name":"p","description":"Say hi.","arguments":[{"name":"who"}]}`), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Store{Dir: t.TempDir()}
+	if err := s.Update(func(st *State) error {
+		st.Instructions["notes"] = ins
+		st.Prompts[Key("notes", "p")] = prompt
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Instructions["notes"].Digest != ins.Digest || st.Prompts["notes/p"].Digest != prompt.Digest {
+		t.Fatalf("Load = %+v, want the entries written", st)
+	}
+	data, _ := os.ReadFile(filepath.Join(s.Dir, FileName))
+	if !bytes.Contains(data, []byte(`"version": 2`)) {
+		t.Errorf("written file is not version 2:\n%s", data)
+	}
+
+	wrongDigest := prompt
+	wrongDigest.Digest = ins.Digest
+	notInstructions := prompt // a digest-valid object of another form
+	for _, tt := range []struct {
+		name string
+		fn   func(*State)
+		want string
+	}{
+		{"prompt digest", func(st *State) { st.Prompts["notes/p"] = wrongDigest }, "digest does not match"},
+		{"prompt key", func(st *State) { st.Prompts["p"] = prompt }, "key is not"},
+		{"instructions form", func(st *State) { st.Instructions["notes"] = notInstructions }, "is not {\"instructions\": text}"},
+		{"instructions key", func(st *State) { st.Instructions["a/b"] = ins }, "not a server name"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.Update(func(st *State) error { tt.fn(st); return nil })
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Update error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+
+	// A version 1 file has neither map: one that claims to is not trusted.
+	v1 := bytes.Replace(data, []byte(`"version": 2`), []byte(`"version": 1`), 1)
+	os.WriteFile(filepath.Join(s.Dir, FileName), v1, 0o600)
+	if _, err := s.Load(); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Load of a version 1 file with instructions = %v, want ErrCorrupt", err)
+	}
+	// A changed byte of the pinned text is caught.
+	tampered := bytes.Replace(data, []byte("the notes"), []byte("the keys!"), 1)
+	os.WriteFile(filepath.Join(s.Dir, FileName), tampered, 0o600)
+	if _, err := s.Load(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "instructions[") {
+		t.Errorf("Load of tampered instructions = %v, want ErrCorrupt naming instructions", err)
 	}
 }
