@@ -38,7 +38,7 @@ func (srv *server) pinTool(e *toolEntry, ls loadedState, now time.Time) (rec *pi
 	var unreviewed bool
 	key := pinKey(cfg.Name, t.Tool)
 	firstSight := func() *pinRecord {
-		return &pinRecord{key, pin.Entry{Digest: t.Digest, Definition: t.Definition, ReviewedAt: now}}
+		return &pinRecord{kindTool, key, pin.Entry{Digest: t.Digest, Definition: t.Definition, ReviewedAt: now}}
 	}
 	if sp, ok := ls.state.Servers[cfg.Name]; ok {
 		unreviewed = !slices.Contains(sp.Tools, t.Tool)

@@ -42,25 +42,28 @@ type server struct {
 	restartMu sync.Mutex // serializes Restart
 	listMu    sync.Mutex // serializes discovery (the tap relies on it)
 
-	mu          sync.Mutex
-	state       ServerState
-	err         error  // why it failed or exited
-	phase       string // the phase it failed in
-	exitStatus  string
-	confinement string
-	limits      string   // how the limits are enforced (sandbox.Process.Limits)
-	lacks       []string // what its confinement lacks (sandbox.Process.Lacks)
-	proc        *sandbox.Process
-	cs          *mcp.ClientSession
-	tap         *listTap
-	lastList    []json.RawMessage
-	prepCache   *prepCache    // the latest listing's per-tool work, by raw definition
-	stopErr     error         // why mcphost stopped the server, if it did
-	relisting   chan struct{} // non-nil while a list_changed re-list runs; closed when done
-	dirty       bool          // another list_changed came during the re-list
-	relists     int           // re-lists in a row, each disturbed by a list_changed
-	lastRelist  time.Time     // when the latest re-list began
-	gen         uint64        // bumped on every start, so stale goroutines stand down
+	mu           sync.Mutex
+	state        ServerState
+	err          error  // why it failed or exited
+	phase        string // the phase it failed in
+	exitStatus   string
+	confinement  string
+	limits       string   // how the limits are enforced (sandbox.Process.Limits)
+	lacks        []string // what its confinement lacks (sandbox.Process.Lacks)
+	proc         *sandbox.Process
+	cs           *mcp.ClientSession
+	tap          *listTap
+	lastList     []json.RawMessage
+	prepCache    *prepCache    // the latest listing's per-tool work, by raw definition
+	stopErr      error         // why mcphost stopped the server, if it did
+	relisting    chan struct{} // non-nil while a list_changed re-list runs; closed when done
+	dirty        bool          // another list_changed came during the re-list
+	relists      int           // re-lists in a row, each disturbed by a list_changed
+	lastRelist   time.Time     // when the latest re-list began
+	gen          uint64        // bumped on every start, so stale goroutines stand down
+	protocol     string        // the protocol revision the server negotiated
+	instructions string        // the instructions of its initialize result
+	ins          insPin        // what the pins say of them
 }
 
 // startError is a failure to start, with the phase it happened in.
@@ -140,8 +143,14 @@ func (srv *server) start(ctx context.Context) error {
 		_ = proc.Close(0)
 		return &startError{"initialize", err}
 	}
+	init := cs.InitializeResult()
 	srv.mu.Lock()
 	srv.cs, srv.tap = cs, tap
+	srv.protocol, srv.instructions = "", ""
+	srv.ins = insPin{}
+	if init != nil {
+		srv.protocol, srv.instructions = init.ProtocolVersion, init.Instructions
+	}
 	srv.mu.Unlock()
 	var raws []json.RawMessage
 	for round := 0; ; round++ {
@@ -484,7 +493,8 @@ func (srv *server) close(state ServerState) error {
 func (srv *server) info() ServerInfo {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Limits: srv.limits, Lacks: srv.lacks}
+	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Limits: srv.limits, Lacks: srv.lacks,
+		Protocol: srv.protocol, Instructions: srv.instructions, InstructionsPin: srv.ins.pin}
 	if info.Confinement == "" {
 		info.Confinement = "none"
 	}

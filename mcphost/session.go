@@ -165,6 +165,19 @@ type ServerInfo struct {
 	Lacks []string `json:"lacks,omitempty"`
 	Tools int      `json:"tools"`
 	Error string   `json:"error,omitempty"`
+	// Protocol is the MCP revision the server negotiated in initialize
+	// (such as "2025-11-25"); "" when it is not running.
+	Protocol string `json:"protocol,omitempty"`
+	// Instructions is the text the server sent as its instructions, for a
+	// person to read (print it through pin.Visible): server text. The
+	// model may be given it only through Session.Instructions, which
+	// returns it only as reviewed.
+	Instructions string `json:"instructions,omitempty"`
+	// InstructionsPin is what the reviews say of Instructions: PinSame,
+	// PinNew (first sight; or, on a server reviewed before, instructions
+	// no review covers), PinChanged or PinUnpinned. "" when the server is
+	// not running.
+	InstructionsPin PinStatus `json:"instructions_pin,omitempty"`
 }
 
 // Session is a set of running servers and their tools. Its methods are safe
@@ -352,6 +365,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 		srv := s.servers[name]
 		if srv.running() {
 			pending = append(pending, s.publish(srv, srv.lastList, ls)...)
+			pending = append(pending, s.publishTexts(srv, ls)...)
 		}
 	}
 	s.recordFirstSight(pending)
@@ -389,10 +403,34 @@ type loadedState struct {
 	err   error
 }
 
-// pinRecord is a first-seen tool to record in the state file.
+// pinRecord is a first sight to record in the state file: a tool (kind
+// kindTool, key server/tool) or a server's instructions (key server).
 type pinRecord struct {
+	kind  pinKind
 	key   string
 	entry pin.Entry
+}
+
+type pinKind int
+
+const (
+	kindTool pinKind = iota
+	kindInstructions
+)
+
+// server returns the name of the server the record is of.
+func (r pinRecord) server() string {
+	server, _, _ := strings.Cut(r.key, "/")
+	return server
+}
+
+// in returns the map of st the record goes to.
+func (r pinRecord) in(st *pin.State) map[string]pin.Entry {
+	switch r.kind {
+	case kindInstructions:
+		return st.Instructions
+	}
+	return st.Tools
 }
 
 // recordFirstSight writes first-seen tools (trust on first use) in
@@ -404,24 +442,24 @@ func (s *Session) recordFirstSight(recs []pinRecord) {
 	}
 	servers := map[string][]string{}
 	for _, r := range recs {
-		server, _, _ := strings.Cut(r.key, "/")
-		if _, ok := servers[server]; !ok {
-			servers[server] = s.toolNames(server)
+		if _, ok := servers[r.server()]; !ok {
+			servers[r.server()] = s.toolNames(r.server())
 		}
 	}
-	var conflicts []string
+	var conflicts []pinRecord
 	err := s.store.Update(func(st *pin.State) error {
 		conflicts = conflicts[:0]
 		for _, r := range recs {
 			// Another process may have recorded a review meanwhile: keep
 			// it rather than overwrite it with our first sight, and do
 			// not trust our definition if it is not the one reviewed.
-			prev, ok := st.Tools[r.key]
+			m := r.in(st)
+			prev, ok := m[r.key]
 			switch {
 			case !ok:
-				st.Tools[r.key] = r.entry
+				m[r.key] = r.entry
 			case prev.Digest != r.entry.Digest:
-				conflicts = append(conflicts, r.key)
+				conflicts = append(conflicts, r)
 			}
 		}
 		for server, names := range servers {
@@ -435,11 +473,25 @@ func (s *Session) recordFirstSight(recs []pinRecord) {
 		// Fail closed: a first sight that is not recorded cannot catch a
 		// later change, so these tools are not trusted this session.
 		s.addNotice(fmt.Sprintf("could not record first-seen tools as reviewed, so they need approval: %v", err))
-		for _, r := range recs {
-			conflicts = append(conflicts, r.key)
+		conflicts = append(conflicts[:0], recs...)
+	}
+	var keys []string
+	for _, r := range conflicts {
+		switch r.kind {
+		case kindTool:
+			keys = append(keys, r.key)
+		case kindInstructions:
+			// Not recorded, so a later change could not be caught:
+			// withheld this session.
+			srv := s.servers[r.key]
+			srv.mu.Lock()
+			if srv.ins.digest == r.entry.Digest {
+				srv.ins.pin = PinUnpinned
+			}
+			srv.mu.Unlock()
 		}
 	}
-	s.distrust(conflicts)
+	s.distrust(keys)
 }
 
 // distrust turns first-seen tools (by pin key) to Approval.
@@ -664,6 +716,7 @@ func (s *Session) Restart(ctx context.Context, server string) error {
 	}
 	st, err := s.store.Load()
 	recs := s.publish(srv, srv.lastList, loadedState{st, err})
+	recs = append(recs, s.publishTexts(srv, loadedState{st, err})...)
 	s.recordFirstSight(recs)
 	if s.opts.OnToolsChanged != nil {
 		s.opts.OnToolsChanged(server)

@@ -87,6 +87,13 @@ func writeList(w io.Writer, tools []mcphost.Tool, servers []mcphost.ServerInfo, 
 		for _, l := range s.Lacks {
 			fmt.Fprintf(w, "%*s  lacks: %s\n", sw, "", l)
 		}
+		if s.Protocol != "" {
+			fmt.Fprintf(w, "%*s  protocol: %s\n", sw, "", pin.Visible(s.Protocol))
+		}
+		if s.Instructions != "" {
+			fmt.Fprintf(w, "%*s  instructions (%s, %d bytes): %s\n", sw, "", s.InstructionsPin, len(s.Instructions),
+				strings.ReplaceAll(pin.Visible(s.Instructions), "\n", "\n"+strings.Repeat(" ", sw+4)))
+		}
 	}
 	if len(notices) > 0 {
 		fmt.Fprintf(w, "\n%snotices:%s\n", p.dim, p.reset)

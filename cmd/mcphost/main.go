@@ -228,8 +228,14 @@ func (c *cli) check(ctx context.Context, args []string) int {
 			fmt.Fprintf(c.stdout, "unreviewed: %s is offered (each call asks) but has no review on record\n", t.Name)
 		}
 	}
+	for _, srv := range s.Servers() {
+		if srv.Instructions != "" && srv.InstructionsPin != mcphost.PinSame {
+			unreviewed++
+			fmt.Fprintf(c.stdout, "%s: the instructions of %s are not as reviewed: see them with 'mcphost approve instructions:%s'\n", srv.InstructionsPin, srv.Name, srv.Name)
+		}
+	}
 	if unreviewed > 0 {
-		fmt.Fprintf(c.stdout, "%d offered tool(s) not as reviewed: see them with 'mcphost approve TOOL'\n", unreviewed)
+		fmt.Fprintf(c.stdout, "%d offered tool(s) or instructions not as reviewed: see them with 'mcphost approve TOOL'\n", unreviewed)
 		return exitFail
 	}
 	if code == exitOK {
@@ -240,7 +246,7 @@ func (c *cli) check(ctx context.Context, args []string) int {
 
 func (c *cli) approve(ctx context.Context, args []string) int {
 	fs := c.flags("approve", "approve [-config F] [-worktree D] [-state D] [-yes] TOOL...",
-		"  mcphost approve mcp__notes__list_notes\n  mcphost approve -yes mcp__notes__list_notes mcp__notes__add_note\n")
+		"  mcphost approve mcp__notes__list_notes\n  mcphost approve -yes mcp__notes__list_notes mcp__notes__add_note\n  mcphost approve instructions:notes\n")
 	yes := fs.Bool("yes", false, "record without asking")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -258,6 +264,12 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 	var approved []string
 	failed := false
 	for _, name := range fs.Args() {
+		if server, ok := strings.CutPrefix(name, "instructions:"); ok {
+			if !c.reviewInstructions(s, server, in, *yes) {
+				failed = true
+			}
+			continue
+		}
 		t, ok := s.Tool(name)
 		if !ok {
 			fmt.Fprintf(c.stderr, "mcphost approve: no tool named %q (see mcphost list)\n", pin.Visible(name))
@@ -324,6 +336,35 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// reviewInstructions shows a server's instructions as `approve` shows a
+// tool, and records them if the person says so. It reports success.
+func (c *cli) reviewInstructions(s *mcphost.Session, server string, in *bufio.Reader, yes bool) bool {
+	diff, st, err := s.InstructionsReview(server)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "mcphost approve: instructions:%s: %s\n", pin.Visible(server), pin.Visible(err.Error()))
+		return false
+	}
+	fmt.Fprintf(c.stdout, "instructions of server %s: %s\n", server, st)
+	switch st {
+	case mcphost.PinSame:
+		fmt.Fprintln(c.stdout, "unchanged since their review.")
+	case mcphost.PinChanged:
+		fmt.Fprint(c.stdout, "changed since their review:\n"+diff)
+	default:
+		fmt.Fprint(c.stdout, "not reviewed before; the whole text:\n"+diff)
+	}
+	if !yes && !ask(in, c.stdout, fmt.Sprintf("Record the instructions of %s as reviewed?", server)) {
+		fmt.Fprintf(c.stdout, "not recorded: instructions:%s\n", server)
+		return false
+	}
+	if err := s.ApproveInstructions(server); err != nil {
+		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", pin.Visible(err.Error()))
+		return false
+	}
+	fmt.Fprintf(c.stdout, "recorded: instructions:%s (given to the agent for the model)\n", server)
+	return true
 }
 
 // ask reads a yes/no answer; anything but y or yes is no.
