@@ -209,7 +209,15 @@ func (s *Session) send(ctx context.Context, e *toolEntry, args json.RawMessage, 
 	}
 	cctx, cancel := clk.within(ctx, srv)
 	defer cancel()
-	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: e.Tool.Tool, Arguments: args})
+	params := &mcp.CallToolParams{Name: e.Tool.Tool, Arguments: args}
+	if s.opts.OnProgress != nil {
+		token, done := s.progressToken(e)
+		defer done()
+		params.SetProgressToken(token)
+	}
+	srv.inflight.Add(1)
+	defer srv.inflight.Add(-1)
+	res, err := cs.CallTool(cctx, params)
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:

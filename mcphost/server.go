@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,6 +65,8 @@ type server struct {
 	protocol     string        // the protocol revision the server negotiated
 	instructions string        // the instructions of its initialize result
 	ins          insPin        // what the pins say of them
+
+	inflight atomic.Int32 // calls of its tools in flight
 }
 
 // startError is a failure to start, with the phase it happened in.
@@ -115,6 +118,7 @@ func (srv *server) start(ctx context.Context) error {
 	tap := newListTap(func() { srv.toolsChanged(gen) },
 		func(err error) { srv.stop(gen, fmt.Errorf("it sent a message mcphost cannot read: %w", err)) },
 		func(err error) { srv.stop(gen, err) })
+	tap.progress = srv.onProgress
 	// Roots and logging are deprecated from protocol 2026-07-28 on, but
 	// mcphost speaks 2025-11-25, where servers (the filesystem reference
 	// server among them) use roots to learn their directory.

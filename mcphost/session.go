@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcphost/mcphost/pin"
@@ -59,6 +60,13 @@ type Options struct {
 	OnToolsChanged func(server string)
 	// OnCall is called after every Session.Call with a record of it.
 	OnCall func(CallRecord)
+	// OnProgress receives the progress notifications of calls in flight
+	// (every call carries a progress token). It is called from the
+	// goroutine that reads the server's messages, one notification at a
+	// time per server: it must return quickly and must not call the
+	// session. Progress never extends a call: call_timeout still bounds
+	// it. Nil: progress notifications are dropped.
+	OnProgress func(Progress)
 	// CloseGrace is how long Close waits for a server to exit on its own.
 	// Default DefaultCloseGrace.
 	CloseGrace time.Duration
@@ -198,6 +206,9 @@ type Session struct {
 	stateErr error
 
 	bg sync.WaitGroup // goroutines that Close waits for
+
+	progressSeq atomic.Uint64
+	progress    sync.Map // progress token → progressCall, for calls in flight
 }
 
 // toolEntry is one tool with what a call needs. Immutable once published.

@@ -48,6 +48,12 @@ type listTap struct {
 	changed func()      // called on notifications/tools/list_changed
 	broken  func(error) // called when reading the connection fails
 	stop    func(error) // called when the server breaks a bound: stop it
+	// progress, if set, is called with the params of each
+	// notifications/progress, in stream order: before the response of
+	// the call it is about (the go-sdk's handlers run asynchronously, so
+	// a call could return, and forget its token, before its last
+	// notification was handled).
+	progress func(params json.RawMessage)
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]bool
@@ -246,8 +252,13 @@ func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				return nil, fmt.Errorf("%w: %w", errStopped, err)
 			}
 		}
-		if msg.Method == "notifications/tools/list_changed" {
+		switch msg.Method {
+		case "notifications/tools/list_changed":
 			c.tap.changed()
+		case "notifications/progress":
+			if c.tap.progress != nil {
+				c.tap.progress(msg.Params)
+			}
 		}
 	case *jsonrpc.Response:
 		c.tap.mu.Lock()

@@ -409,6 +409,8 @@ func (c *cli) call(ctx context.Context, args []string) int {
 		}
 		return mcphost.ApproveOnce, nil
 	}}
+	progress := &progressPrinter{w: c.stderr, terminal: isTerminal(c.stderr)}
+	opts.OnProgress = progress.print
 	s, code := c.connect(ctx, opts)
 	if s == nil {
 		return code
@@ -426,6 +428,7 @@ func (c *cli) call(ctx context.Context, args []string) int {
 	}
 	start := time.Now()
 	res, err := s.Call(ctx, name, json.RawMessage(argText))
+	progress.done()
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcphost call: %s\n", pin.Visible(err.Error()))
 		return exitFail

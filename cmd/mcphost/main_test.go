@@ -427,3 +427,22 @@ command = ["FIXTURE", "-instructions-file", "ins.txt"]
 		t.Errorf("list: exit %d\n%s", code, out)
 	}
 }
+
+// TestCallProgress: call prints a line per progress update on a stderr
+// that is not a terminal, with the server's text escaped.
+func TestCallProgress(t *testing.T) {
+	e := newCLIEnv(t, notesTable)
+	code, out, stderr := e.run("", "call", "mcp__notes__progress", `{"n":3,"ms":10,"message":"step\u001b[2J"}`)
+	if code != 0 || !strings.Contains(out, "done; token true") {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	for i := 1; i <= 3; i++ {
+		want := "progress mcp__notes__progress: " + string(rune('0'+i)) + "/3 step\\x1b[2J " + string(rune('0'+i)) + "\n"
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "\x1b") || strings.Contains(stderr, "forged") {
+		t.Errorf("stderr has a raw escape or the forged update:\n%q", stderr)
+	}
+}

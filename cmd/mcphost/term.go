@@ -3,9 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"strings"
+	"sync"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/mcphost/mcphost/mcphost"
 	"github.com/mcphost/mcphost/pin"
 )
 
@@ -68,4 +75,58 @@ func safeJSON(b []byte) []byte {
 func appendU(b []byte, r rune) []byte {
 	const hex = "0123456789abcdef"
 	return append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(file.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// progressPrinter writes a call's progress to w: on a terminal one line
+// that each update rewrites, elsewhere a line per update. The server's
+// message goes through pin.Visible and is kept to one line.
+type progressPrinter struct {
+	mu       sync.Mutex
+	w        io.Writer
+	terminal bool
+	written  bool // an updating line is on the terminal
+}
+
+func (p *progressPrinter) print(pr mcphost.Progress) {
+	line := fmt.Sprintf("progress %s: %g", pr.Tool, pr.Progress)
+	if pr.Total > 0 {
+		line += fmt.Sprintf("/%g", pr.Total)
+	}
+	if pr.Message != "" {
+		line += " " + strings.ReplaceAll(pin.Visible(pr.Message), "\n", `\n`)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.terminal {
+		if len(line) > 200 {
+			line = line[:200] // Visible is ASCII-safe escapes and valid text; cut on a rune
+			for !utf8.ValidString(line) {
+				line = line[:len(line)-1]
+			}
+		}
+		fmt.Fprintf(p.w, "\r\x1b[K%s", line)
+		p.written = true
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// done ends an updating line, so what follows starts on a line of its own.
+func (p *progressPrinter) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.written {
+		fmt.Fprintln(p.w)
+		p.written = false
+	}
 }

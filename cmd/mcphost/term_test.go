@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mcphost/mcphost/mcphost"
 	"github.com/mcphost/mcphost/pin"
 )
 
@@ -270,4 +271,21 @@ func FuzzSafeJSON(f *testing.F) {
 			t.Fatalf("safeJSON(%q) = %q: %v, decodes to %q; want %q", b, safe, err, got, want)
 		}
 	})
+}
+
+// TestProgressPrinterTerminal: on a terminal each update rewrites one line,
+// the only escape written is mcphost's own line clear, and done ends it.
+func TestProgressPrinterTerminal(t *testing.T) {
+	var b bytes.Buffer
+	p := &progressPrinter{w: &b, terminal: true}
+	p.print(mcphost.Progress{Tool: "mcp__a__b", Progress: 1, Total: 2, Message: "x\x1b]0;title\x07\u202e" + strings.Repeat("é", 300)})
+	p.print(mcphost.Progress{Tool: "mcp__a__b", Progress: 2, Total: 2})
+	p.done()
+	out := b.String()
+	if strings.Count(out, "\r\x1b[K") != 2 || strings.Count(out, "\x1b") != 2 || !strings.HasSuffix(out, "2/2\n") {
+		t.Errorf("terminal output %q", out)
+	}
+	if strings.Contains(out, "\u202e") || !utf8.ValidString(out) {
+		t.Errorf("terminal output has a raw bidi control or invalid UTF-8: %q", out)
+	}
 }
