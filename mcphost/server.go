@@ -122,12 +122,19 @@ func (srv *server) start(ctx context.Context) error {
 	// Roots and logging are deprecated from protocol 2026-07-28 on, but
 	// mcphost speaks 2025-11-25, where servers (the filesystem reference
 	// server among them) use roots to learn their directory.
+	// Advertise roots, and only the worktree, and elicitation (form mode)
+	// when the agent can ask a person; no sampling. The go-sdk answers
+	// requests for anything else with a JSON-RPC error.
+	//lint:ignore SA1019 see above: roots are current in the version mcphost speaks
+	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
+	var elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	if s.opts.Elicit != nil {
+		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
+		elicit = srv.elicit
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: Version}, &mcp.ClientOptions{
-		// Advertise roots only, and only the worktree: no sampling, no
-		// elicitation. The go-sdk answers requests for anything else with
-		// a JSON-RPC error.
-		//lint:ignore SA1019 see above: roots are current in the version mcphost speaks
-		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
+		Capabilities:       caps,
+		ElicitationHandler: elicit,
 		//lint:ignore SA1019 see above: server log messages go to the host's logger
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			s.logger.Debug("server log", "server", cfg.Name, "level", req.Params.Level, "logger", req.Params.Logger)

@@ -67,6 +67,16 @@ type Options struct {
 	// session. Progress never extends a call: call_timeout still bounds
 	// it. Nil: progress notifications are dropped.
 	OnProgress func(Progress)
+	// Elicit, if set, is asked when a server asks the person something
+	// (elicitation/create, form mode; mcphost advertises the elicitation
+	// capability only then, and never URL mode). Nil: servers are told
+	// mcphost does not support elicitation, and a server that asks anyway
+	// gets an error.
+	Elicit Elicitor
+	// ElicitOutsideCalls lets a server elicit while no call of its tools
+	// is in flight. Without it such a request is declined at once: a
+	// server should not ask the person things unbidden.
+	ElicitOutsideCalls bool
 	// CloseGrace is how long Close waits for a server to exit on its own.
 	// Default DefaultCloseGrace.
 	CloseGrace time.Duration

@@ -1,0 +1,236 @@
+package mcphost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost/mcphost/pin"
+	"github.com/mcphost/mcphost/schema"
+)
+
+// Elicitor asks a person what a server asked for (elicitation/create, form
+// mode). It is called from a goroutine of the session, possibly for many
+// requests at once; ctx ends when the server gives up, the call it came
+// with ends, or the server's call_timeout passes. Its answer is checked
+// against the requested schema before anything is sent: an answer that
+// does not fit is refused (the server gets an error, not the content),
+// and an error from the Elicitor is sent as an error too.
+type Elicitor func(ctx context.Context, req ElicitRequest) (ElicitAnswer, error)
+
+// ElicitRequest is what a server asks a person.
+type ElicitRequest struct {
+	// Server is the name of the server that asks.
+	Server string
+	// Message is the server's question with every invisible or control
+	// character made visible (pin.Visible): safe to print as it is.
+	Message string
+	// Schema is the requested schema (a flat object of primitive
+	// properties) with every string in it, names and descriptions alike,
+	// made visible the same way: safe to print. Property names are plain
+	// (a request whose names pin.Visible would change is refused before
+	// it gets here), so they are the keys the answer uses.
+	Schema json.RawMessage
+	// Fields are the schema's properties in a form to ask for one by one,
+	// sorted by name.
+	Fields []ElicitField
+
+	check *schema.Closed
+}
+
+// ElicitField is one property of a requested schema; its texts are made
+// visible like ElicitRequest.Message.
+type ElicitField struct {
+	Name        string   // the key of the answer
+	Title       string   // "" if none
+	Description string   // "" if none
+	Type        string   // "string", "number", "integer" or "boolean"
+	Enum        []string // the allowed values of a string, if listed
+	Required    bool
+}
+
+// Check reports whether content fits the requested schema: nil, or an
+// error wrapping ErrBadArguments that says what does not fit. An Elicitor
+// may use it to ask again.
+func (r ElicitRequest) Check(content map[string]any) error {
+	if r.check == nil {
+		return fmt.Errorf("%w: the request has no schema to check against", ErrBadArguments)
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadArguments, err)
+	}
+	if err := r.check.Check(b); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadArguments, err)
+	}
+	return nil
+}
+
+// ElicitAction is a person's answer to an elicitation.
+type ElicitAction string
+
+const (
+	// ElicitDecline: the person said no. The zero value of ElicitAnswer
+	// declines (its Action "" is sent as "decline").
+	ElicitDecline ElicitAction = "decline"
+	// ElicitAccept: the person answered with ElicitAnswer.Content.
+	ElicitAccept ElicitAction = "accept"
+	// ElicitCancel: the person dismissed the question without choosing.
+	ElicitCancel ElicitAction = "cancel"
+)
+
+// ElicitAnswer is an Elicitor's answer. Content is sent only with
+// ElicitAccept, and only if it fits the requested schema.
+type ElicitAnswer struct {
+	Action  ElicitAction
+	Content map[string]any
+}
+
+// ErrBadElicitation is the error a server gets for an elicitation mcphost
+// will not show a person (a schema that cannot be checked or shown
+// faithfully), or for an answer that does not fit its schema.
+var ErrBadElicitation = errors.New("mcphost: elicitation refused")
+
+// elicit is the go-sdk's ElicitationHandler for srv.
+func (srv *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	s := srv.sess
+	decline := &mcp.ElicitResult{Action: string(ElicitDecline)}
+	if req == nil || req.Params == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "no params"}
+	}
+	if srv.inflight.Load() == 0 && !s.opts.ElicitOutsideCalls {
+		s.logger.Warn("elicitation declined: no call of the server's tools is in flight", "server", srv.cfg.Name)
+		return decline, nil
+	}
+	er, err := newElicitRequest(srv.cfg.Name, req.Params)
+	if err != nil {
+		s.addNotice(fmt.Sprintf("server %s asked the person something mcphost refused to show: %v", srv.cfg.Name, err))
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, srv.cfg.CallTimeout)
+	defer cancel()
+	ans, err := s.opts.Elicit(ctx, er)
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: the elicitation was not answered: %w", err)
+	}
+	switch ans.Action {
+	case "", ElicitDecline:
+		return decline, nil
+	case ElicitCancel:
+		return &mcp.ElicitResult{Action: string(ElicitCancel)}, nil
+	case ElicitAccept:
+	default:
+		return nil, fmt.Errorf("%w: the elicitor answered with action %q", ErrBadElicitation, printable(string(ans.Action), 40))
+	}
+	if ans.Content == nil {
+		ans.Content = map[string]any{}
+	}
+	if err := er.Check(ans.Content); err != nil {
+		s.logger.Warn("elicitation answer refused", "server", srv.cfg.Name, "error", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcphost refused the answer: it does not fit the requested schema: %v", err)}
+	}
+	return &mcp.ElicitResult{Action: string(ElicitAccept), Content: ans.Content}, nil
+}
+
+// newElicitRequest checks a server's form elicitation and makes what the
+// Elicitor sees of it.
+func newElicitRequest(server string, p *mcp.ElicitParams) (ElicitRequest, error) {
+	er := ElicitRequest{Server: server, Message: pin.Visible(p.Message)}
+	if p.Mode != "" && p.Mode != "form" {
+		return er, fmt.Errorf("%w: mode %q: mcphost asks only in form mode", ErrBadElicitation, printable(p.Mode, 40))
+	}
+	raw, err := json.Marshal(p.RequestedSchema)
+	if err != nil || p.RequestedSchema == nil {
+		raw = []byte(`{"type":"object","properties":{}}`)
+	}
+	var sch struct {
+		Type       string                     `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal(raw, &sch); err != nil || sch.Type != "object" {
+		return er, fmt.Errorf("%w: the requested schema is not an object schema", ErrBadElicitation)
+	}
+	for name, prop := range sch.Properties {
+		if pin.Visible(name) != name || name == "" {
+			return er, fmt.Errorf("%w: property name %s has characters a person cannot see or that are not plain", ErrBadElicitation, pin.Visible(name))
+		}
+		var f struct {
+			Type        string   `json:"type"`
+			Title       string   `json:"title"`
+			Description string   `json:"description"`
+			Enum        []string `json:"enum"`
+		}
+		if err := json.Unmarshal(prop, &f); err != nil {
+			return er, fmt.Errorf("%w: property %s: %v", ErrBadElicitation, name, err)
+		}
+		switch f.Type {
+		case "string", "number", "integer", "boolean":
+		default:
+			return er, fmt.Errorf("%w: property %s has type %q, not a primitive type", ErrBadElicitation, name, printable(f.Type, 40))
+		}
+		field := ElicitField{Name: name, Title: pin.Visible(f.Title), Description: pin.Visible(f.Description),
+			Type: f.Type, Required: slices.Contains(sch.Required, name)}
+		for _, v := range f.Enum {
+			field.Enum = append(field.Enum, pin.Visible(v))
+		}
+		er.Fields = append(er.Fields, field)
+	}
+	slices.SortFunc(er.Fields, func(a, b ElicitField) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	closed, err := schema.Close(raw)
+	if err != nil {
+		return er, fmt.Errorf("%w: the requested schema cannot be checked: %v", ErrBadElicitation, err)
+	}
+	if closed.CheckProblem != "" {
+		return er, fmt.Errorf("%w: the requested schema cannot be checked: %s", ErrBadElicitation, closed.CheckProblem)
+	}
+	er.check = closed
+	var tree any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		return er, fmt.Errorf("%w: %v", ErrBadElicitation, err)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "<U+200B>" stays readable
+	if err := enc.Encode(visibleTree(tree)); err != nil {
+		return er, fmt.Errorf("%w: %v", ErrBadElicitation, err)
+	}
+	er.Schema = bytes.TrimSpace(b.Bytes())
+	return er, nil
+}
+
+// visibleTree applies pin.Visible to every string of a decoded JSON value,
+// object keys included.
+func visibleTree(v any) any {
+	switch v := v.(type) {
+	case string:
+		return pin.Visible(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = visibleTree(x)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[pin.Visible(k)] = visibleTree(x)
+		}
+		return out
+	}
+	return v
+}
