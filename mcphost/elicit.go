@@ -234,3 +234,15 @@ func visibleTree(v any) any {
 	}
 	return v
 }
+
+// NewElicitRequest makes the ElicitRequest an Elicitor would get for a
+// server's form elicitation with this message and requested schema (an
+// Elicitor's tests use it). Its error wraps ErrBadElicitation for a
+// request mcphost refuses to show.
+func NewElicitRequest(server, message string, requestedSchema json.RawMessage) (ElicitRequest, error) {
+	var sch any
+	if requestedSchema != nil {
+		sch = requestedSchema
+	}
+	return newElicitRequest(server, &mcp.ElicitParams{Message: message, RequestedSchema: sch})
+}

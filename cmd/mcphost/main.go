@@ -411,6 +411,7 @@ func (c *cli) call(ctx context.Context, args []string) int {
 	}}
 	progress := &progressPrinter{w: c.stderr, terminal: isTerminal(c.stderr)}
 	opts.OnProgress = progress.print
+	opts.Elicit = newElicitor(c.stdin, c.stderr, isTerminal(c.stdin), progress.done).elicit
 	s, code := c.connect(ctx, opts)
 	if s == nil {
 		return code

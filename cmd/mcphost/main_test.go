@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcphost/mcphost/internal/testbin"
 )
@@ -444,5 +445,22 @@ func TestCallProgress(t *testing.T) {
 	}
 	if strings.Contains(stderr, "\x1b") || strings.Contains(stderr, "forged") {
 		t.Errorf("stderr has a raw escape or the forged update:\n%q", stderr)
+	}
+}
+
+// TestCallElicitNotTerminal: with stdin not a terminal, call declines a
+// server's question at once instead of hanging, and says so.
+func TestCallElicitNotTerminal(t *testing.T) {
+	e := newCLIEnv(t, notesTable)
+	start := time.Now()
+	code, out, stderr := e.run("Ada\n", "call", "mcp__notes__elicit", `{"message":"name?\u001b[2J"}`)
+	if code != 0 || !strings.Contains(out, "decline") {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if !strings.Contains(stderr, "declined, since stdin is not a terminal") || strings.Contains(stderr, "\x1b") {
+		t.Errorf("stderr: %q", stderr)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %v", d)
 	}
 }

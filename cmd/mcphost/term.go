@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -129,4 +132,127 @@ func (p *progressPrinter) done() {
 		fmt.Fprintln(p.w)
 		p.written = false
 	}
+}
+
+// elicitor answers servers' elicitations for `call`. A person answers on
+// the terminal; when stdin is not one, every elicitation is declined at
+// once (nobody could answer, and waiting would hang the call). One
+// question is asked at a time.
+type elicitor struct {
+	in       *bufio.Reader
+	out      io.Writer
+	terminal bool
+	before   func()        // ends an updating progress line
+	turn     chan struct{} // held while a question is being asked (buffered, 1)
+}
+
+func newElicitor(in io.Reader, out io.Writer, terminal bool, before func()) *elicitor {
+	return &elicitor{in: bufio.NewReader(in), out: out, terminal: terminal, before: before, turn: make(chan struct{}, 1)}
+}
+
+func (e *elicitor) elicit(ctx context.Context, req mcphost.ElicitRequest) (mcphost.ElicitAnswer, error) {
+	select {
+	case e.turn <- struct{}{}:
+	case <-ctx.Done():
+		return mcphost.ElicitAnswer{}, ctx.Err()
+	}
+	if e.before != nil {
+		e.before()
+	}
+	if !e.terminal {
+		<-e.turn
+		fmt.Fprintf(e.out, "mcphost: server %s asked a question; declined, since stdin is not a terminal: %s\n", req.Server, req.Message)
+		return mcphost.ElicitAnswer{Action: mcphost.ElicitDecline}, nil
+	}
+	// Reading the terminal does not end with ctx: answers are read in a
+	// goroutine, and a question the server gave up on is cancelled.
+	type result struct {
+		ans mcphost.ElicitAnswer
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// The turn is held until the person has answered, even if the
+		// server gave up meanwhile: one reader of the terminal at a time.
+		defer func() { <-e.turn }()
+		ans, err := e.ask(req)
+		done <- result{ans, err}
+	}()
+	select {
+	case r := <-done:
+		return r.ans, r.err
+	case <-ctx.Done():
+		fmt.Fprintln(e.out, "\nmcphost: the server stopped waiting for the answer")
+		return mcphost.ElicitAnswer{}, ctx.Err()
+	}
+}
+
+// ask asks the person req's question, field by field, and checks the
+// answer against the schema before returning it; an answer that does not
+// fit is asked for again, up to three times.
+func (e *elicitor) ask(req mcphost.ElicitRequest) (mcphost.ElicitAnswer, error) {
+	fmt.Fprintf(e.out, "server %s asks: %s\n", req.Server, req.Message)
+	if !ask(e.in, e.out, "Answer it?") {
+		return mcphost.ElicitAnswer{Action: mcphost.ElicitDecline}, nil
+	}
+	for try := 0; try < 3; try++ {
+		content := map[string]any{}
+		for _, f := range req.Fields {
+			label := f.Name
+			if f.Title != "" {
+				label += " (" + f.Title + ")"
+			}
+			hint := f.Type
+			if len(f.Enum) > 0 {
+				hint = "one of " + strings.Join(f.Enum, ", ")
+			}
+			if !f.Required {
+				hint += ", empty to leave out"
+			}
+			if f.Description != "" {
+				fmt.Fprintf(e.out, "  %s\n", f.Description)
+			}
+			fmt.Fprintf(e.out, "%s [%s]: ", label, hint)
+			line, err := e.in.ReadString('\n')
+			if err != nil && line == "" {
+				fmt.Fprintln(e.out)
+				return mcphost.ElicitAnswer{Action: mcphost.ElicitCancel}, nil
+			}
+			line = strings.TrimRight(line, "\r\n")
+			if line == "" && !f.Required {
+				continue
+			}
+			content[f.Name] = elicitValue(f.Type, line)
+		}
+		if err := req.Check(content); err != nil {
+			fmt.Fprintf(e.out, "that answer does not fit: %s\n", pin.Visible(err.Error()))
+			continue
+		}
+		return mcphost.ElicitAnswer{Action: mcphost.ElicitAccept, Content: content}, nil
+	}
+	fmt.Fprintln(e.out, "no answer that fits; cancelled")
+	return mcphost.ElicitAnswer{Action: mcphost.ElicitCancel}, nil
+}
+
+// elicitValue reads what a person typed as a value of the field's type;
+// text that is not of the type stays text, for the schema check to refuse.
+func elicitValue(typ, text string) any {
+	switch typ {
+	case "boolean":
+		switch strings.ToLower(text) {
+		case "y", "yes", "true":
+			return true
+		case "n", "no", "false":
+			return false
+		}
+	case "integer":
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return n
+		}
+	case "number":
+		if f, err := strconv.ParseFloat(text, 64); err == nil {
+			return f
+		}
+	}
+	return text
 }

@@ -289,3 +289,38 @@ func TestProgressPrinterTerminal(t *testing.T) {
 		t.Errorf("terminal output has a raw bidi control or invalid UTF-8: %q", out)
 	}
 }
+
+// TestElicitorAsks: on a terminal the person is asked field by field; an
+// answer that does not fit is asked again; end of input cancels.
+func TestElicitorAsks(t *testing.T) {
+	req := elicitTestRequest(t)
+	for _, tt := range []struct {
+		name, input string
+		action      mcphost.ElicitAction
+		content     map[string]any
+	}{
+		{"accept", "y\n36\nAda\n", mcphost.ElicitAccept, map[string]any{"name": "Ada", "age": int64(36)}},
+		{"optional left out", "y\n\nAda\n", mcphost.ElicitAccept, map[string]any{"name": "Ada"}},
+		{"bad then good", "y\nold\nAda\n7\nAda\n", mcphost.ElicitAccept, map[string]any{"name": "Ada", "age": int64(7)}},
+		{"decline", "n\n", mcphost.ElicitDecline, nil},
+		{"end of input", "y\n", mcphost.ElicitCancel, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			e := newElicitor(strings.NewReader(tt.input), &out, true, nil)
+			ans, err := e.elicit(context.Background(), req)
+			if err != nil || ans.Action != tt.action || !maps.Equal(ans.Content, tt.content) {
+				t.Errorf("answer %+v, %v; want %s %v\n%s", ans, err, tt.action, tt.content, out.String())
+			}
+		})
+	}
+}
+
+func elicitTestRequest(t *testing.T) mcphost.ElicitRequest {
+	t.Helper()
+	req, err := mcphost.NewElicitRequest("notes", "Who?", json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
