@@ -50,8 +50,8 @@ type ElicitField struct {
 	Name        string   // the key of the answer
 	Title       string   // "" if none
 	Description string   // "" if none
-	Type        string   // "string", "number", "integer" or "boolean"
-	Enum        []string // the allowed values of a string, if listed
+	Type        string   // "string", "number", "integer", "boolean" or "array" (choose several of Enum)
+	Enum        []string // the allowed values of a string, or of an array's items, if listed
 	Required    bool
 }
 
@@ -133,7 +133,8 @@ func (srv *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 	}
 	if err := er.Check(ans.Content); err != nil {
 		s.logger.Warn("elicitation answer refused", "server", srv.cfg.Name, "error", err)
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcphost refused the answer: it does not fit the requested schema: %v", err)}
+		// The reason names the person's value: it stays on the host.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcphost refused the answer: it does not fit the requested schema"}
 	}
 	return &mcp.ElicitResult{Action: string(ElicitAccept), Content: ans.Content}, nil
 }
@@ -161,24 +162,51 @@ func newElicitRequest(server string, p *mcp.ElicitParams) (ElicitRequest, error)
 		if pin.Visible(name) != name || name == "" {
 			return er, fmt.Errorf("%w: property name %s has characters a person cannot see or that are not plain", ErrBadElicitation, pin.Visible(name))
 		}
+		type choice struct {
+			Const any `json:"const"`
+		}
 		var f struct {
 			Type        string   `json:"type"`
 			Title       string   `json:"title"`
 			Description string   `json:"description"`
-			Enum        []string `json:"enum"`
+			Enum        []any    `json:"enum"`
+			OneOf       []choice `json:"oneOf"`
+			Items       *struct {
+				Enum  []any    `json:"enum"`
+				AnyOf []choice `json:"anyOf"`
+			} `json:"items"`
 		}
 		if err := json.Unmarshal(prop, &f); err != nil {
 			return er, fmt.Errorf("%w: property %s: %v", ErrBadElicitation, name, err)
 		}
+		values := append([]any(nil), f.Enum...)
+		for _, c := range f.OneOf {
+			values = append(values, c.Const)
+		}
 		switch f.Type {
 		case "string", "number", "integer", "boolean":
+		case "array":
+			// A multiple choice: the one array the spec allows, of
+			// strings listed in items.
+			if f.Items == nil || len(f.Items.Enum)+len(f.Items.AnyOf) == 0 {
+				return er, fmt.Errorf("%w: property %s is an array without a list of choices", ErrBadElicitation, name)
+			}
+			values = append(values, f.Items.Enum...)
+			for _, c := range f.Items.AnyOf {
+				values = append(values, c.Const)
+			}
 		default:
 			return er, fmt.Errorf("%w: property %s has type %q, not a primitive type", ErrBadElicitation, name, printable(f.Type, 40))
 		}
 		field := ElicitField{Name: name, Title: pin.Visible(f.Title), Description: pin.Visible(f.Description),
 			Type: f.Type, Required: slices.Contains(sch.Required, name)}
-		for _, v := range f.Enum {
-			field.Enum = append(field.Enum, pin.Visible(v))
+		for _, v := range values {
+			str, ok := v.(string)
+			if !ok || pin.Visible(str) != str {
+				// The person would pick a text the server did not list.
+				return er, fmt.Errorf("%w: property %s lists a choice that is not plain text", ErrBadElicitation, name)
+			}
+			field.Enum = append(field.Enum, str)
 		}
 		er.Fields = append(er.Fields, field)
 	}

@@ -53,6 +53,9 @@ func TestElicit(t *testing.T) {
 			if !strings.HasPrefix(out, tt.want) {
 				t.Fatalf("result %q; want %q", out, tt.want)
 			}
+			if tt.want == "error: " && (strings.Contains(out, "Ada") || strings.Contains(out, "old")) {
+				t.Errorf("the refused answer's values reached the server: %q", out)
+			}
 			if strings.Contains(out, "secret-key-material") {
 				t.Errorf("refused content reached the server: %q", out)
 			}

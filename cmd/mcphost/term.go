@@ -203,7 +203,10 @@ func (e *elicitor) ask(req mcphost.ElicitRequest) (mcphost.ElicitAnswer, error) 
 				label += " (" + f.Title + ")"
 			}
 			hint := f.Type
-			if len(f.Enum) > 0 {
+			switch {
+			case f.Type == "array":
+				hint = "some of " + strings.Join(f.Enum, ", ") + ", separated by commas"
+			case len(f.Enum) > 0:
 				hint = "one of " + strings.Join(f.Enum, ", ")
 			}
 			if !f.Required {
@@ -253,6 +256,12 @@ func elicitValue(typ, text string) any {
 		if f, err := strconv.ParseFloat(text, 64); err == nil {
 			return f
 		}
+	case "array":
+		var out []any
+		for _, v := range strings.Split(text, ",") {
+			out = append(out, strings.TrimSpace(v))
+		}
+		return out
 	}
 	return text
 }
