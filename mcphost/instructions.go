@@ -180,7 +180,7 @@ func (s *Session) ApproveInstructions(server string) error {
 }
 
 // publishTexts pins what a server gives the model besides its tools (its
-// instructions) and returns the first sights to record.
+// instructions and prompts) and returns the first sights to record.
 func (s *Session) publishTexts(srv *server, ls loadedState) []pinRecord {
 	var recs []pinRecord
 	rec, notice := srv.pinInstructions(ls, time.Now().UTC())
@@ -190,5 +190,5 @@ func (s *Session) publishTexts(srv *server, ls loadedState) []pinRecord {
 	if notice != "" {
 		s.addNotice(notice)
 	}
-	return recs
+	return append(recs, s.publishPrompts(srv, ls)...)
 }

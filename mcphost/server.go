@@ -67,6 +67,7 @@ type server struct {
 	ins          insPin        // what the pins say of them
 
 	inflight atomic.Int32 // calls of its tools in flight
+	prompts  []*Prompt    // its prompts as pinned; under mu
 }
 
 // startError is a failure to start, with the phase it happened in.

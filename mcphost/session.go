@@ -425,7 +425,8 @@ type loadedState struct {
 }
 
 // pinRecord is a first sight to record in the state file: a tool (kind
-// kindTool, key server/tool) or a server's instructions (key server).
+// kindTool, key server/tool), a server's instructions (key server) or a
+// prompt (key server/prompt).
 type pinRecord struct {
 	kind  pinKind
 	key   string
@@ -437,6 +438,7 @@ type pinKind int
 const (
 	kindTool pinKind = iota
 	kindInstructions
+	kindPrompt
 )
 
 // server returns the name of the server the record is of.
@@ -450,6 +452,8 @@ func (r pinRecord) in(st *pin.State) map[string]pin.Entry {
 	switch r.kind {
 	case kindInstructions:
 		return st.Instructions
+	case kindPrompt:
+		return st.Prompts
 	}
 	return st.Tools
 }
@@ -510,6 +514,8 @@ func (s *Session) recordFirstSight(recs []pinRecord) {
 				srv.ins.pin = PinUnpinned
 			}
 			srv.mu.Unlock()
+		case kindPrompt:
+			s.distrustPrompt(r)
 		}
 	}
 	s.distrust(keys)

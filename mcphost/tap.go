@@ -33,7 +33,8 @@ const (
 // errStopped is what a connection mcphost stopped returns to the go-sdk.
 var errStopped = errors.New("mcphost stopped the server")
 
-// listTap sees the raw bytes of every tools/list result on one connection.
+// listTap sees the raw bytes of every tools/list and prompts/list result on
+// one connection (listing is serialized per server, by server.listMu).
 //
 // The go-sdk decodes tools into typed structs, which drops unknown fields,
 // takes the last of duplicate keys and turns numbers into float64. What the
@@ -165,7 +166,7 @@ func (c *tapConn) halt(err error) {
 // message the caller gave up on before any of it was written leaves the
 // server be.
 func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/list" && req.ID.IsValid() {
+	if req, ok := msg.(*jsonrpc.Request); ok && (req.Method == "tools/list" || req.Method == "prompts/list") && req.ID.IsValid() {
 		c.tap.mu.Lock()
 		c.tap.pending[req.ID] = true
 		c.tap.mu.Unlock()

@@ -43,7 +43,7 @@ const nameWidth = 40
 // writeList prints the human form of `mcphost list`: a table of tools, one
 // of servers, then the notices. Server-supplied text goes through
 // pin.Visible so it cannot hide anything or drive the terminal.
-func writeList(w io.Writer, tools []mcphost.Tool, servers []mcphost.ServerInfo, notices []string, p palette) {
+func writeList(w io.Writer, tools []mcphost.Tool, prompts []mcphost.Prompt, servers []mcphost.ServerInfo, notices []string, p palette) {
 	width := len("TOOL")
 	for _, t := range tools {
 		if n := len(t.Name); n > width && n <= nameWidth {
@@ -71,6 +71,18 @@ func writeList(w io.Writer, tools []mcphost.Tool, servers []mcphost.ServerInfo, 
 				decision, width = p.dim+"held"+p.reset, len("held")
 			}
 			row(t.Name, decision, strict, string(t.Pin), shortDigest(t.Digest), len("DECISION")-width)
+		}
+	}
+	if len(prompts) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "%-*s  %-8s  %s\n", width, "PROMPT", "PIN", "DIGEST")
+		for _, pr := range prompts {
+			name := pin.Visible(pr.Server + "/" + pr.Name)
+			if len(name) > width {
+				fmt.Fprintln(w, name)
+				name = ""
+			}
+			fmt.Fprintf(w, "%-*s  %-8s  %s\n", width, name, pr.Pin, shortDigest(pr.Digest))
 		}
 	}
 	fmt.Fprintln(w)

@@ -168,11 +168,15 @@ func (c *cli) list(ctx context.Context, args []string) int {
 	if *asJSON {
 		out := struct {
 			Tools   []mcphost.Tool       `json:"tools"`
+			Prompts []mcphost.Prompt     `json:"prompts"`
 			Servers []mcphost.ServerInfo `json:"servers"`
 			Notices []string             `json:"notices"`
-		}{s.AllTools(), s.Servers(), s.Notices()}
+		}{s.AllTools(), s.Prompts(), s.Servers(), s.Notices()}
 		if out.Notices == nil {
 			out.Notices = []string{}
+		}
+		if out.Prompts == nil {
+			out.Prompts = []mcphost.Prompt{}
 		}
 		if err := writeJSON(c.stdout, out); err != nil {
 			fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
@@ -180,7 +184,7 @@ func (c *cli) list(ctx context.Context, args []string) int {
 		}
 		return exitOK
 	}
-	writeList(c.stdout, s.AllTools(), s.Servers(), s.Notices(), colorFor(c.stdout))
+	writeList(c.stdout, s.AllTools(), s.Prompts(), s.Servers(), s.Notices(), colorFor(c.stdout))
 	return exitOK
 }
 
@@ -234,6 +238,12 @@ func (c *cli) check(ctx context.Context, args []string) int {
 			fmt.Fprintf(c.stdout, "%s: the instructions of %s are not as reviewed: see them with 'mcphost approve instructions:%s'\n", srv.InstructionsPin, srv.Name, srv.Name)
 		}
 	}
+	for _, p := range s.Prompts() {
+		if p.Pin != mcphost.PinSame {
+			unreviewed++
+			fmt.Fprintf(c.stdout, "%s: prompt %s of %s is not as reviewed: see it with 'mcphost approve prompt:%s/%s'\n", p.Pin, pin.Visible(p.Name), p.Server, p.Server, pin.Visible(p.Name))
+		}
+	}
 	if unreviewed > 0 {
 		fmt.Fprintf(c.stdout, "%d offered tool(s) or instructions not as reviewed: see them with 'mcphost approve TOOL'\n", unreviewed)
 		return exitFail
@@ -246,7 +256,7 @@ func (c *cli) check(ctx context.Context, args []string) int {
 
 func (c *cli) approve(ctx context.Context, args []string) int {
 	fs := c.flags("approve", "approve [-config F] [-worktree D] [-state D] [-yes] TOOL...",
-		"  mcphost approve mcp__notes__list_notes\n  mcphost approve -yes mcp__notes__list_notes mcp__notes__add_note\n  mcphost approve instructions:notes\n")
+		"  mcphost approve mcp__notes__list_notes\n  mcphost approve -yes mcp__notes__list_notes mcp__notes__add_note\n  mcphost approve instructions:notes prompt:notes/summarize\n")
 	yes := fs.Bool("yes", false, "record without asking")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -266,6 +276,13 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 	for _, name := range fs.Args() {
 		if server, ok := strings.CutPrefix(name, "instructions:"); ok {
 			if !c.reviewInstructions(s, server, in, *yes) {
+				failed = true
+			}
+			continue
+		}
+		if rest, ok := strings.CutPrefix(name, "prompt:"); ok {
+			server, prompt, _ := strings.Cut(rest, "/")
+			if !c.reviewPrompt(s, server, prompt, in, *yes) {
 				failed = true
 			}
 			continue
@@ -364,6 +381,36 @@ func (c *cli) reviewInstructions(s *mcphost.Session, server string, in *bufio.Re
 		return false
 	}
 	fmt.Fprintf(c.stdout, "recorded: instructions:%s (given to the agent for the model)\n", server)
+	return true
+}
+
+// reviewPrompt shows a prompt as `approve` shows a tool, and records it if
+// the person says so. It reports success.
+func (c *cli) reviewPrompt(s *mcphost.Session, server, name string, in *bufio.Reader, yes bool) bool {
+	target := "prompt:" + server + "/" + name
+	diff, st, err := s.PromptReview(server, name)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "mcphost approve: %s: %s\n", pin.Visible(target), pin.Visible(err.Error()))
+		return false
+	}
+	fmt.Fprintf(c.stdout, "%s: %s\n", pin.Visible(target), st)
+	switch st {
+	case mcphost.PinSame:
+		fmt.Fprintln(c.stdout, "unchanged since its review.")
+	case mcphost.PinChanged:
+		fmt.Fprint(c.stdout, "changed since its review:\n"+diff)
+	default:
+		fmt.Fprint(c.stdout, "not reviewed before; its whole definition:\n"+diff)
+	}
+	if !yes && !ask(in, c.stdout, fmt.Sprintf("Record %s as reviewed?", pin.Visible(target))) {
+		fmt.Fprintf(c.stdout, "not recorded: %s\n", pin.Visible(target))
+		return false
+	}
+	if err := s.ApprovePrompt(server, name); err != nil {
+		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", pin.Visible(err.Error()))
+		return false
+	}
+	fmt.Fprintf(c.stdout, "recorded: %s\n", pin.Visible(target))
 	return true
 }
 

@@ -1,0 +1,134 @@
+package mcphost
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxResources bounds the resources mcphost lists from one server.
+const maxResources = 10000
+
+// Resources lists a running server's resources (every page of
+// resources/list), bounded by ctx and the server's call_timeout, and by
+// 1000 pages and 10000 resources. Resources are data, not instructions:
+// they are not pinned, and their names and descriptions are server text
+// (show them through pin.Visible). Errors wrap ErrServerGone, ErrTimeout
+// or the server's error. Safe for concurrent use.
+func (s *Session) Resources(ctx context.Context, server string) ([]*mcp.Resource, error) {
+	srv, cs, err := s.liveServer("list resources", server)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, srv.cfg.CallTimeout)
+	defer cancel()
+	var (
+		all     []*mcp.Resource
+		cursor  string
+		cursors = map[string]bool{}
+	)
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return nil, fmt.Errorf("mcphost: list resources of [mcp.%s]: more than %d pages; stopped reading", server, maxPages)
+		}
+		res, err := cs.ListResources(cctx, &mcp.ListResourcesParams{Cursor: cursor})
+		if err != nil {
+			return nil, srv.requestError(ctx, cctx, "list resources", err)
+		}
+		all = append(all, res.Resources...)
+		if len(all) > maxResources {
+			return nil, fmt.Errorf("mcphost: list resources of [mcp.%s]: more than %d resources; stopped reading", server, maxResources)
+		}
+		if res.NextCursor == "" {
+			return all, nil
+		}
+		cursor = res.NextCursor
+		if cursors[cursor] {
+			return nil, fmt.Errorf("mcphost: list resources of [mcp.%s]: repeated cursor %q: the server paginates in a loop", server, printable(cursor, 40))
+		}
+		cursors[cursor] = true
+	}
+}
+
+// ReadResource reads one resource of a running server (resources/read),
+// bounded by ctx and the server's call_timeout. Its contents are cut to the
+// server's max_output: text at a rune boundary, a blob that does not fit
+// dropped, and a last text content says what is missing. Errors wrap
+// ErrServerGone, ErrTimeout or the server's error. Safe for concurrent use.
+func (s *Session) ReadResource(ctx context.Context, server, uri string) (*mcp.ReadResourceResult, error) {
+	srv, cs, err := s.liveServer("read resource", server)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, srv.cfg.CallTimeout)
+	defer cancel()
+	res, err := cs.ReadResource(cctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		return nil, srv.requestError(ctx, cctx, "read resource "+printable(uri, 100), err)
+	}
+	return cutResource(res, srv.cfg.MaxOutput, server), nil
+}
+
+// cutResource bounds a resource's contents to limit bytes of text and
+// blob data together.
+func cutResource(res *mcp.ReadResourceResult, limit int64, server string) *mcp.ReadResourceResult {
+	if res == nil {
+		return &mcp.ReadResourceResult{}
+	}
+	left, total, cutAny := limit, int64(0), false
+	var kept []*mcp.ResourceContents
+	for _, c := range res.Contents {
+		if c == nil {
+			continue
+		}
+		n := int64(len(c.Text) + len(c.Blob))
+		total += n
+		switch {
+		case n <= left:
+			left -= n
+			kept = append(kept, c)
+		case c.Blob == nil && left > 0:
+			cc := *c
+			cc.Text = cutText(c.Text, int(left))
+			kept = append(kept, &cc)
+			left, cutAny = 0, true
+		default:
+			cutAny = true
+		}
+	}
+	if !cutAny {
+		return res
+	}
+	kept = append(kept, &mcp.ResourceContents{URI: "mcphost:cut", MIMEType: "text/plain", Text: fmt.Sprintf(
+		"[mcphost: this resource was cut: it has about %d bytes, more than the %d-byte max_output of [mcp.%s]; what is missing was not shown]",
+		total, limit, server)})
+	res.Contents = kept
+	return res
+}
+
+// liveServer returns a running server and its session, or an error for
+// what.
+func (s *Session) liveServer(what, server string) (*server, *mcp.ClientSession, error) {
+	srv, ok := s.servers[server]
+	if !ok {
+		return nil, nil, fmt.Errorf("mcphost: %s: %w: no server named %q", what, ErrServerGone, printable(server, 80))
+	}
+	cs, err := srv.session()
+	if err != nil {
+		return nil, nil, fmt.Errorf("mcphost: %s: %w", what, err)
+	}
+	return srv, cs, nil
+}
+
+// requestError explains a failed request to the server made under cctx, a
+// child of ctx bounded by call_timeout.
+func (srv *server) requestError(ctx, cctx context.Context, what string, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case cctx.Err() != nil:
+		return fmt.Errorf("mcphost: %s: %w: no result within call_timeout %v of [mcp.%s]", what, ErrTimeout, srv.cfg.CallTimeout, srv.cfg.Name)
+	}
+	return fmt.Errorf("mcphost: %s of server %s: %w", what, srv.cfg.Name, err)
+}
