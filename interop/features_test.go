@@ -194,3 +194,76 @@ func TestEverythingCLI(t *testing.T) {
 		t.Errorf("the declined elicitation took %v", d)
 	}
 }
+
+// TestEverythingResourcesPromptsInstructions: server-everything's
+// resources are listed and read, its prompts listed (pinned at first
+// sight) and got, and its instructions reach the agent as pinned text.
+func TestEverythingResourcesPromptsInstructions(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	cfg := everythingServer(t)
+	s := h.connect(h.opts(), cfg)
+	ctx := context.Background()
+
+	resources, err := s.Resources(ctx, "everything")
+	if err != nil || len(resources) == 0 {
+		t.Fatalf("Resources: %v (%d)", err, len(resources))
+	}
+	read := 0
+	for _, r := range resources {
+		res, err := s.ReadResource(ctx, "everything", r.URI)
+		if err != nil {
+			t.Errorf("ReadResource(%s): %v", r.URI, err)
+			continue
+		}
+		if len(res.Contents) == 0 || res.Contents[0].Text == "" && len(res.Contents[0].Blob) == 0 {
+			t.Errorf("ReadResource(%s): no contents", r.URI)
+		}
+		read++
+	}
+	t.Logf("read %d resources", read)
+
+	prompts := s.Prompts()
+	names := map[string]mcphost.Prompt{}
+	for _, p := range prompts {
+		names[p.Name] = p
+	}
+	simple, ok := names["simple-prompt"]
+	if !ok || simple.Pin != mcphost.PinNew || simple.Digest == "" {
+		t.Fatalf("prompts: %+v", prompts)
+	}
+	if _, ok := names["args-prompt"]; !ok {
+		t.Errorf("args-prompt not listed: %+v", prompts)
+	}
+	res, err := s.GetPrompt(ctx, "everything", "simple-prompt", nil)
+	if err != nil || len(res.Messages) == 0 {
+		t.Fatalf("GetPrompt(simple-prompt): %v %+v", err, res)
+	}
+	res, err = s.GetPrompt(ctx, "everything", "args-prompt", map[string]string{"city": "Lyon"})
+	if err != nil || len(res.Messages) == 0 {
+		t.Fatalf("GetPrompt(args-prompt): %v %+v", err, res)
+	}
+	if b, _ := json.Marshal(res.Messages); !strings.Contains(string(b), "Lyon") {
+		t.Errorf("args-prompt: %s", b)
+	}
+
+	ins, err := s.Instructions("everything")
+	if err != nil || ins == "" {
+		t.Errorf("Instructions: %q, %v", ins, err)
+	}
+	info := s.Servers()[0]
+	if info.Protocol == "" || info.InstructionsPin != mcphost.PinNew {
+		t.Errorf("server info: protocol %q instructions pin %q", info.Protocol, info.InstructionsPin)
+	}
+	s.Close()
+	// The next session finds all of it as reviewed.
+	s = h.connect(h.opts(), cfg)
+	if info := s.Servers()[0]; info.InstructionsPin != mcphost.PinSame {
+		t.Errorf("second session: instructions pin %q", info.InstructionsPin)
+	}
+	for _, p := range s.Prompts() {
+		if p.Pin != mcphost.PinSame {
+			t.Errorf("second session: prompt %s pin %s", p.Name, p.Pin)
+		}
+	}
+}
