@@ -180,17 +180,14 @@ func TestEverything(t *testing.T) {
 
 	t.Run("task-only tool", func(t *testing.T) {
 		// simulate-research-query can only be called as a task
-		// (execution.taskSupport "required"), which mcphost does not do:
-		// it is not offered, and a notice says why.
-		if _, ok := s.Tool("mcp__everything__simulate-research-query"); ok {
-			t.Error("a task-only tool is offered")
+		// (execution.taskSupport "required"): mcphost offers it and
+		// calls it as one, to its result.
+		if _, ok := s.Tool("mcp__everything__simulate-research-query"); !ok {
+			t.Fatalf("the task-only tool is not offered; notices %q", s.Notices())
 		}
-		found := false
-		for _, n := range s.Notices() {
-			found = found || (strings.Contains(n, "simulate-research-query") && strings.Contains(n, "task"))
-		}
-		if !found {
-			t.Errorf("no notice for the task-only tool: %q", s.Notices())
+		out := call(t, s, "mcp__everything__simulate-research-query", `{"topic":"tide pools"}`)
+		if !strings.Contains(out, "# Research Report: tide pools") {
+			t.Errorf("simulate-research-query = %q", out)
 		}
 	})
 
@@ -209,7 +206,7 @@ func TestEverything(t *testing.T) {
 		before := logs()
 
 		// Three kinds of traffic at once: a long-running operation
-		// (which would send progress if asked; mcphost does not ask), 80
+		// (no OnProgress here, so no progress token), 80
 		// short calls, and log messages: each time simulated logging is
 		// turned on, the server sends one right away. Every call must
 		// get its own answer, and every log message must arrive.

@@ -267,3 +267,56 @@ func TestEverythingResourcesPromptsInstructions(t *testing.T) {
 		}
 	}
 }
+
+// TestEverythingTask: the task-only simulate-research-query is called as a
+// task: its status is followed (through OnProgress), the elicitation it
+// sends while input_required is answered through the hook, and its result
+// is returned. A call whose context ends first cancels the task.
+func TestEverythingTask(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	var mu sync.Mutex
+	var statuses []string
+	asked := 0
+	opts := h.opts()
+	opts.OnProgress = func(p mcphost.Progress) {
+		mu.Lock()
+		statuses = append(statuses, p.Message)
+		mu.Unlock()
+	}
+	opts.Elicit = func(_ context.Context, req mcphost.ElicitRequest) (mcphost.ElicitAnswer, error) {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		if len(req.Fields) != 1 || len(req.Fields[0].Enum) == 0 {
+			return mcphost.ElicitAnswer{}, fmt.Errorf("unexpected form %+v", req.Fields)
+		}
+		return mcphost.ElicitAnswer{Action: mcphost.ElicitAccept, Content: map[string]any{"interpretation": req.Fields[0].Enum[0]}}, nil
+	}
+	s := h.connect(opts, everythingServer(t))
+	const tool = "mcp__everything__simulate-research-query"
+	waitFor(t, "simulate-research-query to be listed", func() bool { _, ok := s.Tool(tool); return ok })
+	out := call(t, s, tool, `{"topic":"python","ambiguous":true}`)
+	if !strings.Contains(out, "# Research Report: python (") || !strings.Contains(out, "Clarification") {
+		t.Errorf("result %q", out)
+	}
+	mu.Lock()
+	if asked != 1 {
+		t.Errorf("the Elicitor was asked %d times; want 1", asked)
+	}
+	joined := strings.Join(statuses, "\n")
+	if !strings.Contains(joined, "task working") {
+		t.Errorf("no task status reached OnProgress: %q", statuses)
+	}
+	mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := s.Call(ctx, tool, json.RawMessage(`{"topic":"slow"}`)); err == nil {
+		t.Error("a 4-second task returned within 1.5s")
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("the cancelled call took %v", d)
+	}
+}

@@ -217,7 +217,12 @@ func (s *Session) send(ctx context.Context, e *toolEntry, args json.RawMessage, 
 	}
 	srv.inflight.Add(1)
 	defer srv.inflight.Add(-1)
-	res, err := cs.CallTool(cctx, params)
+	var res *mcp.CallToolResult
+	if e.task {
+		res, err = s.callTask(cctx, e, params)
+	} else {
+		res, err = cs.CallTool(cctx, params)
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:

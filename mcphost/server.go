@@ -940,8 +940,9 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: its definition cannot be pinned: %v", cfg.Name, shown(), p.digestErr))
 			continue
 		}
-		if d.Execution.TaskSupport == "required" {
-			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: it can only be called as a task (execution.taskSupport \"required\"), which mcphost does not do", cfg.Name, shown()))
+		asTask := d.Execution.TaskSupport == "required"
+		if asTask && !tasksIn(srv.negotiated()) {
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: it can only be called as a task (execution.taskSupport \"required\"), and the protocol revision the server negotiated (%s) has no tasks", cfg.Name, shown(), srv.negotiated()))
 			continue
 		}
 		if p.closeErr != nil {
@@ -975,7 +976,7 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		if t.Fields == nil {
 			t.Fields = []string{}
 		}
-		e := &toolEntry{Tool: t, closed: closed, srv: srv}
+		e := &toolEntry{Tool: t, closed: closed, srv: srv, task: asTask}
 		if t.Decision != Deny {
 			rec, notice := srv.pinTool(e, ls, now)
 			if rec != nil {

@@ -231,6 +231,8 @@ type toolEntry struct {
 	unreviewed bool
 	// reviewed is the definition last reviewed, when Pin is PinChanged.
 	reviewed json.RawMessage
+	// task: the tool can only be called as a task (taskSupport required).
+	task bool
 }
 
 // DefaultStateDir returns the state directory for a worktree:

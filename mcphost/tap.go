@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,6 +61,7 @@ type listTap struct {
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]bool
 	last    json.RawMessage
+	conn    *tapConn // the connection, once connected
 }
 
 func newListTap(changed func(), broken, stop func(error)) *listTap {
@@ -124,8 +127,12 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tapConn{Connection: c, tap: t.tap, stdin: t.stdin, wsem: make(chan struct{}, 1),
-		cancelled: make(chan struct{}, 1), inflight: map[jsonrpc.ID]bool{}}, nil
+	conn := &tapConn{Connection: c, tap: t.tap, stdin: t.stdin, wsem: make(chan struct{}, 1),
+		cancelled: make(chan struct{}, 1), inflight: map[jsonrpc.ID]bool{}, side: map[string]chan *jsonrpc.Response{}}
+	t.tap.mu.Lock()
+	t.tap.conn = conn
+	t.tap.mu.Unlock()
+	return conn, nil
 }
 
 type tapConn struct {
@@ -139,6 +146,94 @@ type tapConn struct {
 	mu       sync.Mutex
 	inflight map[jsonrpc.ID]bool // requests from the server not yet answered
 	stopped  bool
+	sideSeq  uint64
+	side     map[string]chan *jsonrpc.Response // mcphost's own requests in flight, by ID
+	closed   bool                              // reading ended: no side answer will come
+}
+
+// sidePrefix starts the IDs of the requests mcphost makes itself, beside
+// the go-sdk's (which are numbers): the methods the go-sdk does not speak
+// (tasks). Their responses are taken off the stream before the go-sdk
+// sees them.
+const sidePrefix = "mcphost-"
+
+// request sends a request the go-sdk does not speak and waits, no longer
+// than ctx, for its result. A JSON-RPC error is returned as an error.
+func (c *tapConn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, mcp.ErrConnectionClosed
+	}
+	c.sideSeq++
+	key := sidePrefix + strconv.FormatUint(c.sideSeq, 10)
+	ch := make(chan *jsonrpc.Response, 1)
+	c.side[key] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.side, key)
+		c.mu.Unlock()
+	}()
+	id, err := jsonrpc.MakeID(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: raw}); err != nil {
+		return nil, err
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok || resp == nil {
+			return nil, mcp.ErrConnectionClosed
+		}
+		if resp.Error != nil {
+			return nil, fmt.Errorf("%s: %w", method, resp.Error)
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// takeSide delivers a response to one of mcphost's own requests and
+// reports whether it was one.
+func (c *tapConn) takeSide(resp *jsonrpc.Response) bool {
+	key, ok := resp.ID.Raw().(string)
+	if !ok || !strings.HasPrefix(key, sidePrefix) {
+		return false
+	}
+	c.mu.Lock()
+	ch := c.side[key]
+	c.mu.Unlock()
+	if ch != nil {
+		// Copy: the transport may reuse its buffer.
+		r := *resp
+		r.Result = append(json.RawMessage(nil), resp.Result...)
+		select {
+		case ch <- &r:
+		default: // a second answer with the same ID: the first stands
+		}
+	}
+	return true // an answer to a request given up on is dropped too
+}
+
+// endSide fails mcphost's own requests in flight: reading has ended.
+func (c *tapConn) endSide() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	for _, ch := range c.side {
+		close(ch)
+	}
+	c.side = map[string]chan *jsonrpc.Response{}
 }
 
 // cancelWrite ends the write in progress at once: its caller gave up.
@@ -226,6 +321,20 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // Read reads one message and keeps the bounds on what a server sends: the
 // size of a request or notification, and the requests in flight.
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.read(ctx)
+		if err != nil {
+			c.endSide()
+			return msg, err
+		}
+		if resp, ok := msg.(*jsonrpc.Response); ok && c.takeSide(resp) {
+			continue
+		}
+		return msg, nil
+	}
+}
+
+func (c *tapConn) read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, os.ErrClosed) {
 		// The server sent what cannot be read (garbage, a message over
