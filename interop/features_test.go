@@ -38,6 +38,12 @@ func TestEverythingElicitation(t *testing.T) {
 	s := h.connect(opts, cfg)
 	const tool = "mcp__everything__trigger-elicitation-request"
 	waitFor(t, "trigger-elicitation-request to be listed", func() bool { _, ok := s.Tool(tool); return ok })
+	// Form mode only, and no task requests to the client: not advertised.
+	for _, name := range []string{"trigger-url-elicitation", "trigger-elicitation-request-async"} {
+		if _, ok := s.Tool("mcp__everything__" + name); ok {
+			t.Errorf("%s is listed, though mcphost advertises neither URL elicitation nor client tasks", name)
+		}
+	}
 	set := func(a mcphost.ElicitAnswer) {
 		mu.Lock()
 		answer = a
