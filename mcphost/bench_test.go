@@ -150,6 +150,21 @@ func BenchmarkCall(b *testing.B) {
 		}
 		reportHostCPU(b, cpu)
 	})
+	// With OnProgress set every call carries a progress token (and the
+	// tap looks at every notification): what that costs per call.
+	b.Run("mcphost-progress", func(b *testing.B) {
+		opts := benchOpts(b)
+		opts.OnProgress = func(Progress) {}
+		s := benchConnect(b, opts, fixture("one"))
+		defer s.Close()
+		cpu := hostCPU()
+		for b.Loop() {
+			if _, err := s.Call(context.Background(), "mcp__one__echo", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportHostCPU(b, cpu)
+	})
 	// 16 goroutines calling at once: ns/op is wall time over all calls,
 	// so throughput scales when it drops below the sequential ns/op.
 	parallel16 := max(1, 16/runtime.GOMAXPROCS(0))

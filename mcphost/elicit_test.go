@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcphost/mcphost/pin"
 )
 
 const elicitSchema = `{"type":"object","properties":{"name":{"type":"string","description":"Your\u200b name"},"age":{"type":"integer","minimum":0}},"required":["name"]}`
@@ -134,4 +136,31 @@ func TestElicitOutsideCalls(t *testing.T) {
 		}
 		os.Remove(out)
 	}
+}
+
+// FuzzElicitRequest: whatever schema a server sends, newElicitRequest
+// does not panic, and what it accepts shows only visible text and checks
+// answers without panicking.
+func FuzzElicitRequest(f *testing.F) {
+	f.Add("Who?", []byte(elicitSchema))
+	f.Add("x\u202e", []byte(`{"type":"object","properties":{"a":{"type":"array","items":{"anyOf":[{"const":"x"}]}}}}`))
+	f.Add("", []byte(`{"type":"object","properties":{"b":{"type":"string","oneOf":[{"const":"a\u200b"}]}}}`))
+	f.Fuzz(func(t *testing.T, msg string, schema []byte) {
+		if !json.Valid(schema) {
+			return
+		}
+		req, err := NewElicitRequest("s", msg, schema)
+		if err != nil {
+			return
+		}
+		if pin.Visible(req.Message) != req.Message && strings.ContainsAny(req.Message, "\u200b\u202e\x1b") {
+			t.Fatalf("message not made visible: %q", req.Message)
+		}
+		for _, fl := range req.Fields {
+			if pin.Visible(fl.Name) != fl.Name {
+				t.Fatalf("field name %q is not plain", fl.Name)
+			}
+		}
+		_ = req.Check(map[string]any{"a": "x"})
+	})
 }
