@@ -64,6 +64,49 @@ func checkAbsPath(what, p string) error {
 	return nil
 }
 
+// linkIn returns the first symbolic link along the clean absolute path p
+// whose own location (its parent directory, resolved, and its name) lies at
+// or beneath one of roots, and that root; "" when there is none. Such a link
+// could be replaced by whoever may write that root, whatever it points to
+// now. The walk stops at the first component that does not exist.
+func linkIn(p string, roots []string) (link, root string, err error) {
+	cur := "/"
+	for _, part := range splitPath(p) {
+		cur = filepath.Join(cur, part)
+		st, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", "", nil
+		}
+		if err != nil {
+			return "", "", err
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		d, err := filepath.EvalSymlinks(filepath.Dir(cur))
+		if err != nil {
+			return "", "", err
+		}
+		loc := filepath.Join(d, part)
+		for _, r := range roots {
+			if isUnder(loc, r) {
+				return cur, r, nil
+			}
+		}
+	}
+	return "", "", nil
+}
+
+// splitPath returns the components of a clean absolute path.
+func splitPath(p string) []string {
+	var parts []string
+	for p != "/" && p != "." {
+		parts = append([]string{filepath.Base(p)}, parts...)
+		p = filepath.Dir(p)
+	}
+	return parts
+}
+
 // isCanonical reports whether p is absolute and clean, the form every path
 // in a spec must have.
 func isCanonical(p string) bool {

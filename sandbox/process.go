@@ -55,11 +55,28 @@ type Config struct {
 	Write []string
 	// Protect are absolute paths that must stay unwritable and
 	// unreplaceable by the server even when they lie inside Worktree or a
-	// Write path (the state directory, the agent's config file). Inside a
-	// writable path a protected path must already exist; outside every
-	// writable path nothing is needed, and a path that does not exist is
-	// fine. See the package documentation for what this does not cover.
+	// Write path (the state directory, the agent's config file, other
+	// servers' programs). Inside a writable path a protected path must
+	// already exist; outside every writable path nothing is needed, and a
+	// path that does not exist is fine. Start also protects, without being
+	// told, the server's own program files (see Programs) and, unless
+	// WritableGit, the git directory. See the package documentation for
+	// what this does not cover.
 	Protect []string
+	// WritableGit leaves the repository's git directory as writable as
+	// the path it lies in. By default (false) it is read-only to the
+	// server, like a Protect path: the ".git" of Worktree or of its
+	// nearest ancestor that has one and, when that ".git" is a file
+	// ("gitdir: ..."), the git directory it names and that directory's
+	// common directory, wherever they lie in a writable path. A server
+	// that can write them can make git run its code on the host (hooks,
+	// core.fsmonitor), so this is a grant to show as a risk.
+	WritableGit bool
+	// PeerWrite are paths that other servers of the same host may write.
+	// A Read or Write path, the program or its script going through a
+	// symbolic link that lies there (or in Worktree, TMPDIR or a Write
+	// path) is refused with an error wrapping ErrLinkedPath.
+	PeerWrite []string
 	// Network false (the default) gives the server no network at all:
 	// no TCP, UDP, MPTCP, raw, packet or netlink socket, only unix
 	// sockets. True gives it the host's network.

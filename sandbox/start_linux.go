@@ -30,6 +30,10 @@ type startOptions struct {
 	// helper, when set, is tried as the helper program in place of the
 	// embedded one.
 	helper string
+	// beforeLaunch, when set, runs after the host has checked and
+	// resolved the config and before the helper starts: tests change the
+	// filesystem there, as another server could.
+	beforeLaunch func()
 }
 
 // Start starts the server cfg describes, confined unless cfg.Off, and
@@ -82,6 +86,9 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			}
 		}
 		cg, limits = applyLimits(sp, cfg.Name, cfg.Limits.withDefaults())
+	}
+	if opts.beforeLaunch != nil {
+		opts.beforeLaunch()
 	}
 	userNS := useUserNS()
 	if !cfg.Off && userNS && refusedUserNS() != "" {
@@ -483,6 +490,10 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
+	programs, err := programFiles(cfg.Argv, pathEnv, worktree)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: server %q: finding its program: %w", name, err)
+	}
 	s := &spec{
 		Off:     cfg.Off,
 		Path:    exeCanon,
@@ -492,9 +503,14 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 		Network: cfg.Network,
 	}
 	if cfg.Off {
+		// Its grants are ignored, but what it runs must not be replaceable
+		// by the confined servers beside it any more than theirs.
+		roots := append([]string{worktree}, canonicalExisting(append(append([]string(nil), cfg.Write...), cfg.PeerWrite...))...)
+		if err := checkLinks(&Config{}, programs, roots); err != nil {
+			return nil, invalidConfig(name, err)
+		}
 		return s, nil
 	}
-
 	tmpCanon, err := filepath.EvalSymlinks(tmp)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
@@ -508,6 +524,12 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 			return nil, invalidConfig(name, err)
 		}
 		write = append(write, c)
+	}
+	// Whoever may write these can replace a symbolic link that lies there
+	// between two starts: no grant and no program may go through one.
+	untrusted := append(append([]string(nil), write...), canonicalExisting(cfg.PeerWrite)...)
+	if err := checkLinks(cfg, programs, untrusted); err != nil {
+		return nil, invalidConfig(name, err)
 	}
 	hide := hideCandidates(hostEnv)
 	homes := canonicalExisting(homeDirs(hostEnv))
@@ -589,10 +611,66 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 			s.Protect = append(s.Protect, c)
 		}
 	}
+	// Its own program files, so that it cannot change what runs as itself
+	// (perhaps with more grants) next time.
+	for _, f := range programs {
+		c, err := protectPath(f.canon, s.Write)
+		if err != nil {
+			return nil, invalidConfig(name, fmt.Errorf("its program: %w", err))
+		}
+		if c != "" {
+			s.Protect = append(s.Protect, c)
+		}
+	}
+	if !cfg.WritableGit {
+		git, err := gitPaths(worktree)
+		if err != nil {
+			return nil, invalidConfig(name, fmt.Errorf("%w (or give the server git = \"write\")", err))
+		}
+		for _, g := range git {
+			c, err := protectPath(g, s.Write)
+			if err != nil {
+				return nil, invalidConfig(name, fmt.Errorf("the repository's git directory: %w (or give the server git = \"write\")", err))
+			}
+			if c != "" {
+				s.Protect = append(s.Protect, c)
+			}
+		}
+	}
+	s.Protect = outermost(s.Protect)
 	if _, err := planMounts(s); err != nil {
 		return nil, invalidConfig(name, err)
 	}
 	return s, nil
+}
+
+// checkLinks refuses a Read or Write path, a program file or a script that
+// goes through a symbolic link lying in one of roots.
+func checkLinks(cfg *Config, programs []programFile, roots []string) error {
+	for _, list := range []struct {
+		field string
+		paths []string
+	}{{"read", cfg.Read}, {"write", cfg.Write}} {
+		for _, p := range list.paths {
+			link, root, err := linkIn(filepath.Clean(p), roots)
+			if err != nil {
+				return fmt.Errorf("%s path %s: %w", list.field, p, err)
+			}
+			if link != "" {
+				return &LinkError{Field: list.field, Path: p, Link: link, Root: root}
+			}
+		}
+	}
+	for _, f := range programs {
+		link, root, err := linkIn(f.path, roots)
+		if err != nil {
+			return fmt.Errorf("command path %s: %w", f.path, err)
+		}
+		if link != "" {
+			return &LinkError{Field: "command", Path: f.path, Link: link, Root: root}
+		}
+	}
+	return nil
 }
 
 // homeDirs are the home directories no writable path may contain.
@@ -623,26 +701,12 @@ func protectPath(q string, write []string) (string, error) {
 	clean := filepath.Clean(q)
 	// A link along the way whose own location is writable could be
 	// replaced by the server, whatever it points to now.
-	p := "/"
-	for _, part := range splitPath(clean) {
-		p = filepath.Join(p, part)
-		st, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("protect path %s: %w", q, err)
-		}
-		if st.Mode()&fs.ModeSymlink == 0 {
-			continue
-		}
-		d, err := filepath.EvalSymlinks(filepath.Dir(p))
-		if err != nil {
-			return "", fmt.Errorf("protect path %s: %w", q, err)
-		}
-		if underAny(filepath.Join(d, part), write) {
-			return "", fmt.Errorf("protect path %s goes through the symbolic link %s, which lies in a writable path where a server could replace it: protect the link's target and have the host use that", q, p)
-		}
+	link, _, err := linkIn(clean, write)
+	if err != nil {
+		return "", fmt.Errorf("protect path %s: %w", q, err)
+	}
+	if link != "" {
+		return "", fmt.Errorf("protect path %s goes through the symbolic link %s, which lies in a writable path where a server could replace it: protect the link's target and have the host use that", q, link)
 	}
 	c, err := filepath.EvalSymlinks(clean)
 	if err != nil {
@@ -674,16 +738,6 @@ func protectPath(q string, write []string) (string, error) {
 		return "", nil
 	}
 	return c, nil
-}
-
-// splitPath returns the components of a clean absolute path.
-func splitPath(p string) []string {
-	var parts []string
-	for p != "/" && p != "." {
-		parts = append([]string{filepath.Base(p)}, parts...)
-		p = filepath.Dir(p)
-	}
-	return parts
 }
 
 // tempPrefix turns a server name into something safe in a file name.

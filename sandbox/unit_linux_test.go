@@ -537,3 +537,33 @@ func TestUnsupportedError(t *testing.T) {
 		t.Errorf("EPERM unconfined: %v", err)
 	}
 }
+
+func TestInterpreterScript(t *testing.T) {
+	for _, tt := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"node", "server.js"}, "server.js"},
+		{[]string{"/usr/bin/node", "--no-warnings", "-r", "ts-node/register", "dist/index.js", "--port", "1"}, "dist/index.js"},
+		{[]string{"node", "--", "-weird.js"}, "-weird.js"},
+		{[]string{"node", "-e", "code"}, ""},
+		{[]string{"node"}, ""},
+		{[]string{"python3", "-u", "srv.py"}, "srv.py"},
+		{[]string{"python3.12", "-W", "ignore", "srv.py"}, "srv.py"},
+		{[]string{"python", "-m", "mcp_server"}, ""},
+		{[]string{"ruby", "-I", "lib", "srv.rb"}, "srv.rb"},
+		{[]string{"perl", "-w", "srv.pl"}, "srv.pl"},
+		{[]string{"deno", "run", "--allow-read", "main.ts"}, "main.ts"},
+		{[]string{"deno", "-c", "deno.json", "run", "main.ts"}, "main.ts"},
+		{[]string{"deno", "task", "start"}, ""},
+		{[]string{"bun", "run", "index.ts"}, "index.ts"},
+		{[]string{"bun", "./index.ts"}, "./index.ts"},
+		{[]string{"bun", "install"}, ""},
+		{[]string{"notes-server", "notes.db"}, ""},
+		{[]string{"pythonista", "x.py"}, ""},
+	} {
+		if got := interpreterScript(tt.argv); got != tt.want {
+			t.Errorf("interpreterScript(%q) = %q, want %q", tt.argv, got, tt.want)
+		}
+	}
+}
