@@ -74,6 +74,18 @@ type ServerConfig struct {
 	// starting with "~/" (the user's home), or relative to the worktree.
 	Read  []string `json:"read,omitempty"`
 	Write []string `json:"write,omitempty"`
+	// Protect names further paths that no server of the session may write,
+	// rename or replace (an agent's instruction files, its own config
+	// directory): absolute, "~/..." or relative to the worktree. An entry
+	// ending in "/" is a directory, created empty before the servers start
+	// if it is missing; a file that does not exist cannot be protected and
+	// gets a notice.
+	Protect []string `json:"protect,omitempty"`
+	// WritableGit lets the server write the repository's git directory
+	// (`git = "write"`). By default it is read-only to servers, because
+	// whoever writes it can make git run code on the host (hooks,
+	// core.fsmonitor). A risk the config must state explicitly.
+	WritableGit bool `json:"writable_git,omitempty"`
 	// Unconfined runs the server without Landlock, seccomp or namespaces
 	// (`sandbox = "off"`). It is a risk the config must state explicitly;
 	// the scrubbed environment, private TMPDIR and process cleanup remain.
@@ -103,7 +115,13 @@ type ConfigError struct {
 	Table string // e.g. "mcp.notes"
 	Key   string // e.g. "allow"; empty when the problem is the table itself
 	Msg   string
+	// Err is the underlying error, if any (a *sandbox.LinkError for a
+	// grant through a replaceable symbolic link); Unwrap returns it.
+	Err error
 }
+
+// Unwrap returns e.Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 func (e *ConfigError) Error() string {
 	if e.Key == "" {
@@ -125,6 +143,8 @@ type rawServer struct {
 	Network        bool              `toml:"network"`
 	Read           []string          `toml:"read"`
 	Write          []string          `toml:"write"`
+	Protect        []string          `toml:"protect"`
+	Git            string            `toml:"git"`
 	Sandbox        string            `toml:"sandbox"`
 	StartupTimeout any               `toml:"startup_timeout"`
 	CallTimeout    any               `toml:"call_timeout"`
@@ -134,8 +154,8 @@ type rawServer struct {
 	MaxTmp         any               `toml:"max_tmp"`
 }
 
-var knownKeys = []string{"allow", "call_timeout", "command", "default", "deny", "env", "env_pass",
-	"max_memory", "max_output", "max_processes", "max_tmp", "network", "new_tools", "read", "sandbox", "startup_timeout", "write"}
+var knownKeys = []string{"allow", "call_timeout", "command", "default", "deny", "env", "env_pass", "git",
+	"max_memory", "max_output", "max_processes", "max_tmp", "network", "new_tools", "protect", "read", "sandbox", "startup_timeout", "write"}
 
 // Parse reads the [mcp.<name>] tables of a TOML document and ignores
 // everything else in it, so an agent can keep its own settings in the same
@@ -284,6 +304,14 @@ func (r rawServer) config(name string) (ServerConfig, []error) {
 		Network: r.Network,
 		Read:    r.Read,
 		Write:   r.Write,
+		Protect: r.Protect,
+	}
+	switch r.Git {
+	case "", "read":
+	case "write":
+		sc.WritableGit = true
+	default:
+		bad("git", "%q is not allowed; use \"read\" (the default: the git directory is read-only to the server) or \"write\" (it may change hooks and config that git runs on the host: a risk)", r.Git)
 	}
 	switch r.Default {
 	case "", "approval":
@@ -376,7 +404,7 @@ func (sc *ServerConfig) validate() []keyProblem {
 	for _, list := range []struct {
 		key   string
 		paths []string
-	}{{"read", sc.Read}, {"write", sc.Write}} {
+	}{{"read", sc.Read}, {"write", sc.Write}, {"protect", sc.Protect}} {
 		for _, p := range list.paths {
 			if p == "" || strings.ContainsRune(p, 0) {
 				bad(list.key, "%q is not a path", p)

@@ -94,6 +94,10 @@ func (srv *server) start(ctx context.Context) error {
 	}
 	proc, err := sandbox.Start(ctx, sbx)
 	if err != nil {
+		var le *sandbox.LinkError
+		if errors.As(err, &le) {
+			return &startError{"config", &ConfigError{Table: "mcp." + cfg.Name, Key: le.Field, Msg: le.Error(), Err: err}}
+		}
 		return &startError{"start", err}
 	}
 	srv.mu.Lock()
@@ -255,32 +259,10 @@ func (srv *server) listAll(ctx context.Context, cs *mcp.ClientSession, tap *list
 func (srv *server) grants() (read, write []string, err error) {
 	s := srv.sess
 	cfg := srv.cfg
-	home := ""
-	for _, kv := range s.hostEnv() {
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			home = v
-		}
-	}
-	expand := func(key string, paths []string) ([]string, error) {
-		out := make([]string, 0, len(paths))
-		for _, p := range paths {
-			switch {
-			case p == "~" || strings.HasPrefix(p, "~/"):
-				if home == "" {
-					return nil, fmt.Errorf("[mcp.%s] %s: %q: HOME is not set", cfg.Name, key, p)
-				}
-				p = filepath.Join(home, strings.TrimPrefix(p, "~"))
-			case !filepath.IsAbs(p):
-				p = filepath.Join(s.worktree, p)
-			}
-			out = append(out, filepath.Clean(p))
-		}
-		return out, nil
-	}
-	if read, err = expand("read", cfg.Read); err != nil {
+	if read, err = s.expand(cfg.Name, "read", cfg.Read); err != nil {
 		return nil, nil, err
 	}
-	if write, err = expand("write", cfg.Write); err != nil {
+	if write, err = s.expand(cfg.Name, "write", cfg.Write); err != nil {
 		return nil, nil, err
 	}
 	return read, write, nil
@@ -321,26 +303,29 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 	if err != nil {
 		return sandbox.Config{}, err
 	}
-	argv := cfg.Command
-	if strings.ContainsRune(argv[0], '/') && !filepath.IsAbs(argv[0]) {
-		// A relative path names a program in the worktree, wherever the
-		// host itself runs from.
-		argv = append([]string{filepath.Join(s.worktree, argv[0])}, argv[1:]...)
-	}
-	protect := []string{s.opts.StateDir}
-	if s.opts.ConfigFile != "" {
-		protect = append(protect, s.opts.ConfigFile)
+	// What the other servers may write: a link there is as replaceable as
+	// one in the worktree.
+	var peers []string
+	for _, name := range s.order {
+		if other := s.servers[name]; other != srv {
+			w, err := s.expand(name, "write", other.cfg.Write)
+			if err == nil {
+				peers = append(peers, w...)
+			}
+		}
 	}
 	return sandbox.Config{
 		Name:        cfg.Name,
-		Argv:        argv,
+		Argv:        s.argv(cfg),
 		Worktree:    s.worktree,
 		Env:         cfg.Env,
 		EnvPass:     cfg.EnvPass,
 		HostEnv:     s.opts.HostEnv,
 		Read:        read,
 		Write:       write,
-		Protect:     protect,
+		Protect:     s.protect,
+		WritableGit: cfg.WritableGit,
+		PeerWrite:   peers,
 		Network:     cfg.Network,
 		Off:         cfg.Unconfined,
 		RequireFull: cfg.RequireFullSandbox,
@@ -484,7 +469,7 @@ func (srv *server) close(state ServerState) error {
 func (srv *server) info() ServerInfo {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Limits: srv.limits, Lacks: srv.lacks}
+	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Limits: srv.limits, Lacks: srv.lacks, Widens: srv.sess.widens(srv.cfg)}
 	if info.Confinement == "" {
 		info.Confinement = "none"
 	}
