@@ -75,12 +75,13 @@ func FuzzVisible(f *testing.F) {
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte(`{"version":1}`))
 	f.Add([]byte(`{"version":2,"x":[]}`))
+	f.Add([]byte(`{"version":2,"tables":{"notes@/w/mcphost.toml":{"digest":"b3v1:` + "0000000000000000000000000000000000000000000000000000000000000000" + `","definition":{},"reviewed_at":"2026-01-01T00:00:00Z"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, err := parseState(data)
 		if err != nil {
 			return
 		}
-		if err := checkState(st, digestDefinition); err != nil {
+		if err := checkState(st, digestDefinition, digestDefinition); err != nil {
 			t.Fatalf("parseState accepted an invalid state: %v", err)
 		}
 		out, err := marshalState(st)
@@ -91,7 +92,7 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			t.Fatalf("cannot re-read what was written: %v\n%s", err, out)
 		}
-		if len(st2.Tools) != len(st.Tools) || len(st2.Servers) != len(st.Servers) {
+		if len(st2.Tools) != len(st.Tools) || len(st2.Servers) != len(st.Servers) || len(st2.Tables) != len(st.Tables) {
 			t.Fatalf("round trip lost entries")
 		}
 		for k, e := range st.Tools {

@@ -23,7 +23,8 @@ const FileName = "mcp-reviewed.json"
 
 // FormatVersion is the version of the state file format this package reads
 // and writes. A file with a higher version is refused, never misread.
-const FormatVersion = 1
+// Version 2 added Tables; a version 1 file is read as one without them.
+const FormatVersion = 2
 
 // maxStateSize bounds how much of a state file is read, so that a runaway
 // file cannot exhaust memory. It is far above any real use: ten thousand
@@ -73,6 +74,17 @@ type State struct {
 	Tools map[string]Entry `json:"tools"`
 	// Servers holds server-level pins, keyed by the server's name.
 	Servers map[string]ServerEntry `json:"servers"`
+	// Tables holds reviewed server tables of config files that a server
+	// could have written, keyed by TableKey(config, server): the table's
+	// definition (mcphost.ServerConfig.Definition) and its digest.
+	Tables map[string]Entry `json:"tables"`
+}
+
+// TableKey returns the key of a reviewed server table in State.Tables: the
+// server's name, "@", and the config file's absolute path. Server names
+// cannot contain "@", so the key splits unambiguously at its first one.
+func TableKey(config, server string) string {
+	return server + "@" + config
 }
 
 // Entry is the pin of one reviewed tool.
@@ -194,7 +206,7 @@ func readLimited(path string) ([]byte, error) {
 }
 
 func newState() *State {
-	return &State{Version: FormatVersion, Tools: map[string]Entry{}, Servers: map[string]ServerEntry{}}
+	return &State{Version: FormatVersion, Tools: map[string]Entry{}, Servers: map[string]ServerEntry{}, Tables: map[string]Entry{}}
 }
 
 // futureVersionError is returned by parseState for a newer format.
@@ -233,12 +245,16 @@ func parseState(data []byte) (*State, error) {
 	st := newState()
 	// The digest of each definition, computed from the tree already parsed
 	// rather than by parsing each definition again.
-	var digests map[string]string
+	var digests, tableDigests map[string]string
 	for _, m := range root.kids {
 		switch string(m.key) {
 		case "version":
 		case "tools":
-			if digests, err = decodeTools(st, data, &m.val); err != nil {
+			if digests, err = decodeEntries(st.Tools, "tools", data, &m.val, digests); err != nil {
+				return nil, err
+			}
+		case "tables":
+			if tableDigests, err = decodeEntries(st.Tables, "tables", data, &m.val, tableDigests); err != nil {
 				return nil, err
 			}
 		case "servers":
@@ -249,7 +265,8 @@ func parseState(data []byte) (*State, error) {
 			return nil, fmt.Errorf("unknown field %s", quoteKey(m.key))
 		}
 	}
-	err = checkState(st, func(key string, _ json.RawMessage) (string, error) { return digests[key], nil })
+	err = checkState(st, func(key string, _ json.RawMessage) (string, error) { return digests[key], nil },
+		func(key string, _ json.RawMessage) (string, error) { return tableDigests[key], nil })
 	if err != nil {
 		return nil, err
 	}
@@ -267,19 +284,22 @@ func parseVersion(v *value) (int64, error) {
 	return n, nil
 }
 
-// decodeTools decodes the "tools" object, parsed from data, into st and
-// returns the digest of each entry's definition.
-func decodeTools(st *State, data []byte, v *value) (map[string]string, error) {
+// decodeEntries decodes the object of entries named field ("tools" or
+// "tables"), parsed from data, into into and returns the digest of each
+// entry's definition, in digests (made if nil).
+func decodeEntries(into map[string]Entry, field string, data []byte, v *value, digests map[string]string) (map[string]string, error) {
 	if v.kind == kindNull {
-		return nil, nil
+		return digests, nil
 	}
 	if v.kind != kindObject {
-		return nil, errors.New("\"tools\" is not an object")
+		return nil, fmt.Errorf("%q is not an object", field)
 	}
-	digests := make(map[string]string, len(v.kids))
+	if digests == nil {
+		digests = make(map[string]string, len(v.kids))
+	}
 	var buf []byte
 	for _, m := range v.kids {
-		where := "tools[" + quoteKey(m.key) + "]"
+		where := field + "[" + quoteKey(m.key) + "]"
 		if m.val.kind != kindObject {
 			return nil, fmt.Errorf("%s is not an object", where)
 		}
@@ -319,7 +339,7 @@ func decodeTools(st *State, data []byte, v *value) (map[string]string, error) {
 				return nil, fmt.Errorf("%s has no %q", where, name)
 			}
 		}
-		st.Tools[string(m.key)] = e
+		into[string(m.key)] = e
 	}
 	return digests, nil
 }
@@ -372,13 +392,35 @@ func decodeServers(st *State, v *value) error {
 // is of the definition that was actually pinned. Load and Update both use
 // it: Update never writes a file that Load would refuse. digestOf returns
 // the digest of the definition of the entry with the given key.
-func checkState(st *State, digestOf func(key string, def json.RawMessage) (string, error)) error {
-	for _, k := range sortedKeys(st.Tools) {
-		e := st.Tools[k]
-		where := "tools[" + quoteKey([]byte(k)) + "]"
+func checkState(st *State, digestOf, tableDigestOf func(key string, def json.RawMessage) (string, error)) error {
+	if err := checkEntries(st.Tools, "tools", digestOf, func(k string) error {
 		server, tool, ok := strings.Cut(k, "/")
 		if !ok || server == "" || tool == "" {
-			return fmt.Errorf("%s: key is not \"server/tool\"", where)
+			return errors.New("key is not \"server/tool\"")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := checkEntries(st.Tables, "tables", tableDigestOf, func(k string) error {
+		server, config, ok := strings.Cut(k, "@")
+		if !ok || server == "" || strings.Contains(server, "/") || !strings.HasPrefix(config, "/") {
+			return errors.New("key is not \"server@/absolute/config/path\"")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return checkServers(st)
+}
+
+// checkEntries checks the entries of one field of the state.
+func checkEntries(entries map[string]Entry, field string, digestOf func(key string, def json.RawMessage) (string, error), checkKey func(string) error) error {
+	for _, k := range sortedKeys(entries) {
+		e := entries[k]
+		where := field + "[" + quoteKey([]byte(k)) + "]"
+		if err := checkKey(k); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		if !validDigest(e.Digest) {
 			return fmt.Errorf("%s: digest %s has an unknown format, want %q and 64 lower case hex digits",
@@ -395,6 +437,10 @@ func checkState(st *State, digestOf func(key string, def json.RawMessage) (strin
 			return fmt.Errorf("%s: reviewed_at is missing", where)
 		}
 	}
+	return nil
+}
+
+func checkServers(st *State) error {
 	for _, k := range sortedKeys(st.Servers) {
 		e := st.Servers[k]
 		where := "servers[" + quoteKey([]byte(k)) + "]"
@@ -483,7 +529,10 @@ func (s *Store) Update(fn func(*State) error) error {
 	if st.Servers == nil {
 		st.Servers = map[string]ServerEntry{}
 	}
-	if err := checkState(st, digestDefinition); err != nil {
+	if st.Tables == nil {
+		st.Tables = map[string]Entry{}
+	}
+	if err := checkState(st, digestDefinition, digestDefinition); err != nil {
 		return fmt.Errorf("pin: not writing %s: the new state is invalid: %w", path, err)
 	}
 	for k, e := range st.Servers {
