@@ -182,12 +182,22 @@ func Widens(cfg ServerConfig, worktree string, hostEnv []string) []string {
 // person reviews before a config that a server could have written may
 // start the server (every key decides what runs and how it is confined).
 // Its pin.Digest is what the review records.
+//
+// It is ServerConfig's JSON form, with the two timeouts written as Go
+// durations ("30s") rather than nanoseconds, for the person reading it.
 func (sc ServerConfig) Definition() (json.RawMessage, error) {
-	b, err := json.Marshal(sc.withDefaults())
+	sc = sc.withDefaults()
+	b, err := json.Marshal(sc)
 	if err != nil {
 		return nil, fmt.Errorf("mcphost: server %s: %w", sc.Name, err)
 	}
-	return b, nil
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("mcphost: server %s: %w", sc.Name, err)
+	}
+	m["startup_timeout"] = sc.StartupTimeout.String()
+	m["call_timeout"] = sc.CallTimeout.String()
+	return json.Marshal(m)
 }
 
 // WritablePaths returns the paths some server of servers may write under
