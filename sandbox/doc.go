@@ -90,7 +90,21 @@
 // bound read-only onto themselves, and the directories between them and
 // their writable root onto themselves, so that they can be neither written
 // (EROFS) nor renamed, removed or replaced (EBUSY). Granting / keeps the
-// host's tree as the view.
+// host's tree as the view. Besides Config.Protect, Start protects this way,
+// when they lie in a writable path, the server's own program files
+// (Programs: its program, "#!" interpreters, the script a known
+// interpreter runs) and, unless Config.WritableGit, the repository's git
+// directory: the .git git would find from the worktree and, for a ".git"
+// file, the git dir and common dir it names.
+//
+// Symbolic links. A Read or Write path, the program, an interpreter or the
+// script that goes through a symbolic link whose own location lies in a
+// writable path (the worktree, TMPDIR, the Write paths, Config.PeerWrite)
+// is refused with a *LinkError (ErrLinkedPath): whoever may write there
+// could have planted the link or could swap it. The helper opens every
+// granted path by descriptor refusing symbolic links (openat2 with
+// RESOLVE_NO_SYMLINKS) and mounts and adds Landlock rules by descriptor, so
+// a link swapped in after the host's check is refused too.
 //
 // Network namespace and seccomp. With Network false the server gets a new
 // network namespace with only a loopback that is down, and a seccomp filter
@@ -187,6 +201,14 @@
 //
 // # What is not covered
 //
+//   - A path that does not exist cannot be protected: a server can create
+//     it (a planted config is answered by the CLI's review of server tables
+//     instead). So a worktree with no .git anywhere above it can be given
+//     one by a server, which git run there would then use; a program that
+//     does not exist yet, or a file a server creates in a writable PATH
+//     directory ahead of the real program, is not covered; nor is what a
+//     script loads besides itself (node_modules, imports), nor GIT_DIR set
+//     in the person's environment.
 //   - A protected file stays protected while the host leaves it in place.
 //     When something outside the sandbox replaces it (renames a new file
 //     over it, as editors and atomic writers do), the kernel detaches the
