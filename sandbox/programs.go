@@ -127,19 +127,17 @@ func hasString(list []string, s string) bool {
 
 // programFile is one file that starting a server loads and runs.
 type programFile struct {
-	path  string // as reached: found in PATH, written in a "#!" line, given in argv
-	canon string // resolved through symbolic links
+	path    string // as reached: found in PATH, written in a "#!" line, given in argv
+	canon   string // resolved through symbolic links
+	lexical bool   // opened by path as written (an interpreter), see execEntry
+	script  bool   // the script an interpreter runs, not an executable
 }
 
 // programFiles returns the files that running argv in worktree loads: the
-// program found through pathEnv, its "#!" interpreters (and the program
-// env(1) runs), and the script a known interpreter runs, when that script
-// exists as a regular file. A missing program is an error.
-func programFiles(argv []string, pathEnv, worktree string) ([]programFile, error) {
-	exe, err := lookPath(argv[0], pathEnv, worktree)
-	if err != nil {
-		return nil, err
-	}
+// program exe (argv[0] as lookPath found it), its "#!" interpreters (and
+// the program env(1) runs, found through pathEnv), and the script a known
+// interpreter runs, when that script exists as a regular file.
+func programFiles(argv []string, exe, pathEnv, worktree string) ([]programFile, error) {
 	chain, err := execChain(exe, pathEnv)
 	if err != nil {
 		return nil, err
@@ -150,7 +148,7 @@ func programFiles(argv []string, pathEnv, worktree string) ([]programFile, error
 		if err != nil {
 			continue // an interpreter that is gone: the exec will say so
 		}
-		out = append(out, programFile{path: e.path, canon: c})
+		out = append(out, programFile{path: e.path, canon: c, lexical: e.lexical})
 	}
 	if script := interpreterScript(argv); script != "" {
 		p := script
@@ -160,7 +158,7 @@ func programFiles(argv []string, pathEnv, worktree string) ([]programFile, error
 		p = filepath.Clean(p)
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
 			if c, err := filepath.EvalSymlinks(p); err == nil {
-				out = append(out, programFile{path: p, canon: c})
+				out = append(out, programFile{path: p, canon: c, script: true})
 			}
 		}
 	}
@@ -197,9 +195,13 @@ func Programs(cfg Config) ([]string, error) {
 	if v, ok := cfg.Env["PATH"]; ok {
 		pathEnv = v
 	}
-	files, err := programFiles(cfg.Argv, pathEnv, worktree)
+	exe, err := lookPath(cfg.Argv[0], pathEnv, worktree)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: finding its program: %w", cfg.Name, err)
+	}
+	files, err := programFiles(cfg.Argv, exe, pathEnv, worktree)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: server %q: %w", cfg.Name, err)
 	}
 	out := make([]string, 0, len(files))
 	for _, f := range files {

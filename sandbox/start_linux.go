@@ -490,9 +490,9 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
-	programs, err := programFiles(cfg.Argv, pathEnv, worktree)
+	programs, err := programFiles(cfg.Argv, exe, pathEnv, worktree)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: server %q: finding its program: %w", name, err)
+		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
 	s := &spec{
 		Off:     cfg.Off,
@@ -567,15 +567,11 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 			read = append(read, p)
 		}
 	}
-	chain, err := execChain(exe, pathEnv)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
-	}
-	for _, e := range chain {
-		c, err := filepath.EvalSymlinks(e.path)
-		if err != nil {
-			continue
+	for _, e := range programs {
+		if e.script {
+			continue // read through the worktree or a Read path, not granted
 		}
+		c := e.canon
 		grantExec(c)
 		if e.lexical && c != e.path {
 			// The kernel or env(1) opens this one by the path as
@@ -614,6 +610,9 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 	// Its own program files, so that it cannot change what runs as itself
 	// (perhaps with more grants) next time.
 	for _, f := range programs {
+		if !underAny(f.canon, s.Write) {
+			continue // resolved already: nothing writable above it
+		}
 		c, err := protectPath(f.canon, s.Write)
 		if err != nil {
 			return nil, invalidConfig(name, fmt.Errorf("its program: %w", err))
