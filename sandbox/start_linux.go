@@ -76,19 +76,24 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		return nil, err
 	}
 	sp.MaxABI = opts.maxABI
+	if opts.beforeLaunch != nil {
+		opts.beforeLaunch()
+	}
 	var cg *cgroup
 	limits := ""
 	if !cfg.Off {
 		if dropsRoot() {
 			if err := runUnprivileged(sp); err != nil {
 				removeAll(tmp)
+				if errors.Is(err, unix.ELOOP) {
+					// A granted path checked a moment ago is now a
+					// symbolic link: someone swapped it in.
+					return nil, invalidConfig(cfg.Name, fmt.Errorf("%w: %v: a granted path became a symbolic link while the server started", ErrLinkedPath, err))
+				}
 				return nil, unsupported(cfg.Name, err.Error()+"; or run the host as an ordinary user")
 			}
 		}
 		cg, limits = applyLimits(sp, cfg.Name, cfg.Limits.withDefaults())
-	}
-	if opts.beforeLaunch != nil {
-		opts.beforeLaunch()
 	}
 	userNS := useUserNS()
 	if !cfg.Off && userNS && refusedUserNS() != "" {
