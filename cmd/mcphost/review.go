@@ -34,9 +34,24 @@ type tableReview struct {
 	// Definition is the whole table as it would run.
 	Definition json.RawMessage `json:"definition"`
 	// Changes are what changed since the review, for "changed".
-	Changes []pin.Change `json:"changes,omitempty"`
+	Changes []fieldChange `json:"changes,omitempty"`
 	// Approve is the command that reviews it.
 	Approve string `json:"approve"`
+}
+
+// fieldChange is one pin.Change, in list -json's spelling.
+type fieldChange struct {
+	Field string `json:"field"`
+	Old   string `json:"old"`
+	New   string `json:"new"`
+}
+
+func fieldChanges(cs []pin.Change) []fieldChange {
+	out := make([]fieldChange, len(cs))
+	for i, c := range cs {
+		out[i] = fieldChange{c.Field, c.Old, c.New}
+	}
+	return out
 }
 
 // configPlace says whether the config file c reads lies where a server could
@@ -122,9 +137,11 @@ func (c *cli) reviewTables(servers []mcphost.ServerConfig) ([]mcphost.ServerConf
 		r := tableReview{Server: sc.Name, Config: config, Writable: writable, Status: "new", Definition: def, Approve: c.approveCommand(sc.Name)}
 		if ok {
 			r.Status = "changed"
-			if r.Changes, err = pin.Diff(prev.Definition, def); err != nil {
+			changes, err := pin.Diff(prev.Definition, def)
+			if err != nil {
 				return nil, nil, err
 			}
+			r.Changes = fieldChanges(changes)
 		}
 		reviews = append(reviews, r)
 	}
@@ -156,7 +173,11 @@ func shellQuote(s string) string {
 func writeReview(w io.Writer, r tableReview) error {
 	if r.Status == "changed" {
 		fmt.Fprintln(w, "changed since its review:")
-		return pin.Format(w, r.Changes)
+		changes := make([]pin.Change, len(r.Changes))
+		for i, c := range r.Changes {
+			changes[i] = pin.Change{Field: c.Field, Old: c.Old, New: c.New}
+		}
+		return pin.Format(w, changes)
 	}
 	fmt.Fprintln(w, "not reviewed before; the whole table:")
 	var m map[string]json.RawMessage
@@ -234,12 +255,13 @@ func (c *cli) approveTables(names []string, yes bool, ask func(string) bool) boo
 		r := tableReview{Server: name, Config: config, Status: "new", Definition: def}
 		key := pin.TableKey(config, name)
 		if prev, seen := st.Tables[key]; seen {
-			if r.Changes, err = pin.Diff(prev.Definition, def); err != nil {
+			changes, err := pin.Diff(prev.Definition, def)
+			if err != nil {
 				fmt.Fprintf(c.stderr, "mcphost approve: %v\n", err)
 				ok = false
 				continue
 			}
-			r.Status = "changed"
+			r.Status, r.Changes = "changed", fieldChanges(changes)
 		}
 		where := "outside every path its servers can write"
 		if writable != "" {
