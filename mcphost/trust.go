@@ -81,6 +81,8 @@ func (s *Session) protectPaths() []string {
 		for _, p := range opt {
 			entries = append(entries, entry{p, "Options.Protect"})
 		}
+	} else {
+		s.addNotice("Options.Protect: " + strings.TrimPrefix(err.Error(), "[mcp.] protect: "))
 	}
 	for _, name := range s.order {
 		ps, err := s.expand(name, "protect", s.servers[name].cfg.Protect)
@@ -121,15 +123,41 @@ func (s *Session) protectPaths() []string {
 		}
 		out = append(out, p)
 	}
+	// Only programs some server could write need protecting; the rest
+	// would cost every start a check for nothing.
+	writable := []string{s.worktree}
+	for _, name := range s.order {
+		if w, err := s.expand(name, "write", s.servers[name].cfg.Write); err == nil {
+			for _, p := range w {
+				writable = append(writable, p)
+				if c, err := filepath.EvalSymlinks(p); err == nil {
+					writable = append(writable, c)
+				}
+			}
+		}
+	}
 	for _, name := range s.order {
 		cfg := s.servers[name].cfg
 		progs, err := sandbox.Programs(sandbox.Config{Name: name, Argv: s.argv(cfg), Worktree: s.worktree, Env: cfg.Env, HostEnv: s.opts.HostEnv})
 		if err != nil {
 			continue // that server will not start either, and says why
 		}
-		out = append(out, progs...)
+		for _, p := range progs {
+			for _, w := range writable {
+				if under(p, w) {
+					out = append(out, p)
+					break
+				}
+			}
+		}
 	}
 	return out
+}
+
+// under reports whether p is root or lies beneath it, lexically.
+func under(p, root string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // makeDir creates the directory p and its parents. Inside the worktree it
