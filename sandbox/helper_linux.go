@@ -319,8 +319,11 @@ func confineAndStart(s *spec, rules []llRule, abi int) (int, error) {
 	}
 	// The reduced tier has no mount namespace to keep unix sockets out of
 	// reach; below ABI 9 Landlock does not either.
-	pathUnix := !s.Reduced || abi >= 9
-	if err := installSeccomp(s.Network, pathUnix); err != nil {
+	if err := installSeccomp(filterOptions{
+		network:        s.Network,
+		pathUnix:       !s.Reduced || abi >= 9,
+		ownProcessOnly: s.Reduced,
+	}); err != nil {
 		return 0, unsupportedStep("seccomp", err)
 	}
 	if s.Probe {

@@ -9,3 +9,4 @@ const (
 	nativeAuditArch   = 0
 	foreignSyscallBit = 0
 )
+var legacyModeCalls []modeCall

@@ -142,6 +142,39 @@ func do(req request) reply {
 			time.Sleep(10 * time.Millisecond)
 		}
 		return fail(fmt.Errorf("%s did not appear", a0))
+	case "suid":
+		// A set-user-ID copy of a0 at a1, made both ways: chmod after
+		// creating, and open(O_CREAT) with the mode.
+		b, err := os.ReadFile(a0)
+		if err != nil {
+			return fail(err)
+		}
+		if err := os.WriteFile(a1, b, 0o755); err != nil {
+			return fail(err)
+		}
+		if err := syscall.Chmod(a1, 0o4755); err != nil {
+			return fail(fmt.Errorf("chmod: %w", err))
+		}
+		return result("", nil)
+	case "create-sgid":
+		fd, err := syscall.Open(a0, syscall.O_CREAT|syscall.O_WRONLY|syscall.O_CLOEXEC, 0o2755)
+		if err != nil {
+			return fail(err)
+		}
+		syscall.Close(fd)
+		st, _ := os.Stat(a0)
+		if st.Mode()&os.ModeSetgid == 0 {
+			return fail(fmt.Errorf("created without the bit: %v", st.Mode()))
+		}
+		return result("", nil)
+	case "prlimit-parent":
+		// Take all descriptors from the process that started it (the
+		// helper): prlimit64(ppid, RLIMIT_NOFILE, {0, 0}, NULL).
+		lim := [2]uint64{0, 0}
+		_, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(os.Getppid()), syscall.RLIMIT_NOFILE, uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
+		return errnoResult(e)
+	case "renice-parent":
+		return result("", syscall.Setpriority(syscall.PRIO_PROCESS, os.Getppid(), 19))
 	case "stat":
 		st, err := os.Lstat(a0)
 		if err != nil {
