@@ -227,7 +227,8 @@
 //     mcphost-NAME-* beneath its own: they stay behind.
 //   - Without a cgroup (an ordinary user's host, or a root host that cannot
 //     make one), memory is bounded per process, not for the server as a
-//     whole, and a root host's servers then have no process bound (they
+//     whole, and only its private data (RLIMIT_DATA): shared memory (a
+//     memfd, MAP_SHARED, its two tmpfs mounts) is not bounded at all, and a root host's servers then have no process bound (they
 //     share ServerID, whose RLIMIT_NPROC would count them together). CPU
 //     time and disk space in the worktree and Write paths are not bounded.
 //   - When an RLIMIT_NPROC stands in and the server has reached it, the
@@ -236,7 +237,17 @@
 //   - The seccomp filter denies a short list; it is not an allowlist that
 //     would shrink the kernel's attack surface. Kernel bugs are out of scope.
 //   - System configuration in /etc, hardware details in /sys and the
-//     namespace's own /proc are readable, and their existence visible.
+//     namespace's own /proc are readable, and their existence visible;
+//     so are the host's cgroup paths (/proc/self/cgroup, the other
+//     servers' cgroups under /sys/fs/cgroup) and, in mountinfo, where each
+//     bound path comes from.
+//   - A granted path is used as its owner may, root included: a root
+//     host's server reads a root-only file under a read grant owned by
+//     root (the person granted it). Root-only files elsewhere are closed.
+//   - A hard link to a protected file made before it was protected would
+//     let a server write it through the other name: Start refuses a
+//     protected file with more than one name (in a protected directory,
+//     the files two levels down, git's objects, refs and logs aside).
 //   - Paths are resolved through symbolic links on the host: the server sees
 //     the real paths of its worktree and grants. Programs that load files
 //     relative to themselves from outside their own directory need a Read

@@ -125,6 +125,16 @@ func hasString(list []string, s string) bool {
 	return false
 }
 
+// untrustedDirs are the directories, resolved, that servers may write: a
+// program found through PATH there could be a server's.
+func untrustedDirs(worktree string, write ...[]string) []string {
+	out := []string{worktree}
+	for _, list := range write {
+		out = append(out, canonicalExisting(list)...)
+	}
+	return out
+}
+
 // programFile is one file that starting a server loads and runs.
 type programFile struct {
 	path    string // as reached: found in PATH, written in a "#!" line, given in argv
@@ -137,8 +147,8 @@ type programFile struct {
 // program exe (argv[0] as lookPath found it), its "#!" interpreters (and
 // the program env(1) runs, found through pathEnv), and the script a known
 // interpreter runs, when that script exists as a regular file.
-func programFiles(argv []string, exe, pathEnv, worktree string) ([]programFile, error) {
-	chain, err := execChain(exe, pathEnv)
+func programFiles(argv []string, exe, pathEnv, worktree string, untrusted []string) ([]programFile, error) {
+	chain, err := execChain(exe, pathEnv, untrusted)
 	if err != nil {
 		return nil, err
 	}
@@ -195,11 +205,12 @@ func Programs(cfg Config) ([]string, error) {
 	if v, ok := cfg.Env["PATH"]; ok {
 		pathEnv = v
 	}
-	exe, err := lookPath(cfg.Argv[0], pathEnv, worktree)
+	untrusted := untrustedDirs(worktree, cfg.Write, cfg.PeerWrite)
+	exe, err := lookPath(cfg.Argv[0], pathEnv, worktree, untrusted)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: finding its program: %w", cfg.Name, err)
 	}
-	files, err := programFiles(cfg.Argv, exe, pathEnv, worktree)
+	files, err := programFiles(cfg.Argv, exe, pathEnv, worktree, untrusted)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: %w", cfg.Name, err)
 	}

@@ -166,9 +166,9 @@ func reducedLacks(abi int, network bool) []string {
 	l := []string{
 		"no PID namespace: the server sees the host's processes and their command lines in /proc (not their memory or environment)",
 		"no mount namespace: paths outside its grants can be seen with stat (not read or written)",
-		"it can change the mode, times and extended attributes of your files outside its grants (Landlock does not mediate them)",
+		"it can change the mode, times and extended attributes of your files, protected ones (.git) included (Landlock does not mediate them)",
 		"no private /dev/shm (it is not granted)",
-		"limits: memory per process only; processes and TMPDIR not bounded",
+		"limits: private memory per process only (shared memory is not bounded); processes and TMPDIR not bounded",
 		"around a protected path (.git, the config) it cannot create, remove or rename entries directly in the directories above it",
 	}
 	if abi < 9 {

@@ -487,7 +487,8 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 		return nil, invalidConfig(name, fmt.Errorf("worktree %s is not a directory", cfg.Worktree))
 	}
 	pathEnv, _ := envValue(env, "PATH")
-	exe, err := lookPath(cfg.Argv[0], pathEnv, worktree)
+	untrusted := untrustedDirs(worktree, cfg.Write, cfg.PeerWrite)
+	exe, err := lookPath(cfg.Argv[0], pathEnv, worktree, untrusted)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: finding its program: %w", name, err)
 	}
@@ -495,7 +496,7 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
-	programs, err := programFiles(cfg.Argv, exe, pathEnv, worktree)
+	programs, err := programFiles(cfg.Argv, exe, pathEnv, worktree, untrusted)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
@@ -532,7 +533,7 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 	}
 	// Whoever may write these can replace a symbolic link that lies there
 	// between two starts: no grant and no program may go through one.
-	untrusted := append(append([]string(nil), write...), canonicalExisting(cfg.PeerWrite)...)
+	untrusted = append(append([]string(nil), write...), canonicalExisting(cfg.PeerWrite)...)
 	if err := checkLinks(cfg, programs, untrusted); err != nil {
 		return nil, invalidConfig(name, err)
 	}
@@ -741,7 +742,63 @@ func protectPath(q string, write []string) (string, error) {
 	if !underAny(c, write) {
 		return "", nil
 	}
+	if err := checkHardLinks(c); err != nil {
+		return "", fmt.Errorf("protect path %s: %w", q, err)
+	}
 	return c, nil
+}
+
+// maxLinkCheck bounds the entries of a protected directory whose link
+// counts are checked.
+const maxLinkCheck = 2000
+
+// checkHardLinks refuses a protected regular file that has another name:
+// a hard link a server made earlier, anywhere it may write, would let it
+// write the file through that name while the protected one is read-only.
+// In a protected directory it checks the files at most two levels down
+// (a git dir's config, hooks and info), leaving out git's object store
+// and its refs and logs, which run nothing and which git itself checks.
+func checkHardLinks(p string) error {
+	st, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return singleLink(p, st)
+	}
+	seen := 0
+	return filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: nothing a server could have linked either
+		}
+		if seen++; seen > maxLinkCheck {
+			return filepath.SkipAll
+		}
+		if d.IsDir() {
+			rel, _ := filepath.Rel(p, path)
+			switch {
+			case path == p:
+			case d.Name() == "objects" || d.Name() == "refs" || d.Name() == "logs" || strings.Count(rel, "/") >= 1:
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		return singleLink(path, info)
+	})
+}
+
+func singleLink(p string, st fs.FileInfo) error {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && st.Mode().IsRegular() && sys.Nlink > 1 {
+		return fmt.Errorf("%s has %d names (hard links): a server could write it through another one; remove the other links (find them with find / -xdev -samefile %s) and start again", p, sys.Nlink, p)
+	}
+	return nil
 }
 
 // tempPrefix turns a server name into something safe in a file name.
