@@ -172,14 +172,26 @@ func TestFromModel(t *testing.T) {
 		t.Errorf("FromModel with a field given twice = %v", err)
 	}
 
-	// Without a strict form (an optional property admits null), nulls
-	// are the model's own values: they stay, for Check to judge.
+	// Where an optional property admits null, a null for it is the
+	// model's own value: it stays, for Check to judge (there is no
+	// OpenAI strict form; the Anthropic one keeps f optional and
+	// nullable). A null for g, optional and refusing null, can only mean
+	// "omitted", under either form, and is removed.
 	open := mustClose(t, `{"type":"object","properties":{"f":{"type":["string","null"]},"g":{"type":"string"}}}`)
 	got, err := open.FromModel(json.RawMessage(`{"f":null,"g":null}`))
-	if err != nil || string(got) != `{"f":null,"g":null}` {
+	if err != nil || string(got) != `{"f":null}` {
+		t.Errorf("FromModel with an optional nullable property = %s, %v", got, err)
+	}
+	if err := open.Check(got); err != nil {
+		t.Errorf("Check(%s) = %v", got, err)
+	}
+	// Without any strict form (a free-form map), nulls all stay.
+	none := mustClose(t, `{"type":"object","properties":{"m":{"type":"object"},"g":{"type":"string"}}}`)
+	got, err = none.FromModel(json.RawMessage(`{"g":null}`))
+	if err != nil || string(got) != `{"g":null}` {
 		t.Errorf("FromModel without a strict form = %s, %v", got, err)
 	}
-	if err := open.Check(got); err == nil || !strings.Contains(err.Error(), "/g: expected string, got null") {
+	if err := none.Check(got); err == nil || !strings.Contains(err.Error(), "/g: expected string, got null") {
 		t.Errorf("Check = %v, want /g refused", err)
 	}
 }

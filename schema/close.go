@@ -60,10 +60,10 @@ type Closed struct {
 	// schema could not be interpreted (see ErrUncheckable).
 	CheckProblem string
 
-	closed json.RawMessage // the closed form
-	strict json.RawMessage // the strict form; nil when meaning could not be kept
-	nulls  *nullMap        // where FromModel removes nulls; nil when nowhere
-	check  []byte          // the closed form, written for the validator
+	closed json.RawMessage             // the closed form
+	strict map[Profile]json.RawMessage // each profile's strict form; absent where meaning could not be kept
+	nulls  *nullMap                    // where FromModel removes nulls; nil when nowhere
+	check  []byte                      // the closed form, written for the validator
 
 	once    sync.Once
 	checker *checker
@@ -111,25 +111,32 @@ func Close(input json.RawMessage) (*Closed, error) {
 		return c, nil
 	}
 
-	// The strict form and its profile checks read the original tree, so
-	// they come before closeObjects and forValidator change it in place.
-	form, nulls, prob := strictForm(a)
-	if prob == nil {
-		prob = a.malformed
-	}
-	if prob != nil {
-		for _, pr := range Profiles() {
+	// The strict forms and their profile checks read the original tree,
+	// so they come before closeObjects and forValidator change it in
+	// place.
+	for _, pr := range Profiles() {
+		if a.malformed != nil {
+			c.Problems[pr] = a.malformed.String()
+			continue
+		}
+		form, nulls, prob := strictForm(a, pr)
+		if prob != nil {
 			c.Problems[pr] = prob.String()
+			continue
 		}
-	} else {
-		for _, pr := range Profiles() {
-			c.Problems[pr] = checkProfile(pr, a, form)
+		form = pr.relax(a, form)
+		c.Problems[pr] = checkProfile(pr, a, form)
+		if c.strict == nil {
+			c.strict = make(map[Profile]json.RawMessage, 2)
 		}
-		c.strict = encode(form)
-		c.nulls = nulls
+		c.strict[pr] = encode(form)
+		if c.nulls == nil {
+			// The profiles' maps are the same where both have one.
+			c.nulls = nulls
+		}
 	}
 	c.Problem = c.Problems[OpenAI]
-	c.Strict = c.strict != nil && c.Problem == ""
+	c.Strict = c.strict[OpenAI] != nil && c.Problem == ""
 
 	closeObjects(a)
 	c.closed = encode(root)
@@ -138,7 +145,7 @@ func Close(input json.RawMessage) (*Closed, error) {
 
 	c.Schema = c.closed
 	if c.Strict {
-		c.Schema = c.strict
+		c.Schema = c.strict[OpenAI]
 	}
 	return c, nil
 }
@@ -148,8 +155,8 @@ func Close(input json.RawMessage) (*Closed, error) {
 // with a problem, or one this package does not know, it is the closed
 // form. FromModel maps the model's arguments back either way.
 func (c *Closed) For(p Profile) (schema json.RawMessage, strict bool) {
-	if problem, ok := c.Problems[p]; ok && problem == "" && c.strict != nil {
-		return c.strict, true
+	if problem, ok := c.Problems[p]; ok && problem == "" && c.strict[p] != nil {
+		return c.strict[p], true
 	}
 	return c.closed, false
 }
