@@ -114,25 +114,35 @@ func Close(input json.RawMessage) (*Closed, error) {
 	// The strict forms and their profile checks read the original tree,
 	// so they come before closeObjects and forValidator change it in
 	// place.
-	for _, pr := range Profiles() {
+	var forms []profileForm
+	if a.malformed == nil {
+		forms = strictForms(a, Profiles())
+	}
+	var lastForm *value
+	var lastText json.RawMessage
+	for i, pr := range Profiles() {
 		if a.malformed != nil {
 			c.Problems[pr] = a.malformed.String()
 			continue
 		}
-		form, nulls, prob := strictForm(a, pr)
-		if prob != nil {
-			c.Problems[pr] = prob.String()
+		f := forms[i]
+		if f.prob != nil {
+			c.Problems[pr] = f.prob.String()
 			continue
 		}
-		form = pr.relax(a, form)
+		form := pr.relax(a, f.v)
 		c.Problems[pr] = checkProfile(pr, a, form)
 		if c.strict == nil {
-			c.strict = make(map[Profile]json.RawMessage, 2)
+			c.strict = make(map[Profile]json.RawMessage, len(forms))
 		}
-		c.strict[pr] = encode(form)
+		if form != lastForm {
+			// Profiles whose forms are the same value share the text.
+			lastForm, lastText = form, encode(form)
+		}
+		c.strict[pr] = lastText
 		if c.nulls == nil {
 			// The profiles' maps are the same where both have one.
-			c.nulls = nulls
+			c.nulls = f.nulls
 		}
 	}
 	c.Problem = c.Problems[OpenAI]

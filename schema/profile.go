@@ -334,7 +334,8 @@ func (p Profile) relax(a *doc, s *value) *value {
 		return s
 	}
 	var obj []member // nil until something changes
-	var notes []string
+	var buf [6]string
+	notes := buf[:0]
 	for i, m := range s.obj {
 		val, keep := m.val, true
 		switch m.name {
@@ -365,11 +366,36 @@ func (p Profile) relax(a *doc, s *value) *value {
 	}
 	out := &value{kind: kindObject, src: s.src, obj: obj}
 	if len(notes) > 0 {
-		text := strings.Join(notes, ", ")
-		if d := out.get("description"); d != nil && d.kind == kindString && strings.TrimSpace(d.str) != "" {
-			text = strings.TrimRight(d.str, " \t\n") + " (" + text + ")"
+		var b strings.Builder
+		d := out.get("description")
+		text := ""
+		if d != nil && d.kind == kindString {
+			text = strings.TrimRight(d.str, " \t\n")
 		}
-		out.set("description", strValue(text))
+		n := len(text) + 3
+		for _, note := range notes {
+			n += len(note) + 2
+		}
+		b.Grow(n)
+		if text != "" {
+			b.WriteString(text)
+			b.WriteString(" (")
+		}
+		for i, note := range notes {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(note)
+		}
+		if text != "" {
+			b.WriteByte(')')
+		}
+		desc := strValue(b.String())
+		if d != nil {
+			out.set("description", desc)
+		} else {
+			out.obj = append(out.obj, member{name: "description", rawName: `"description"`, val: desc})
+		}
 	}
 	return out
 }
@@ -440,13 +466,20 @@ func (p Profile) move(a *doc, name string, v *value) (note string, repl *value, 
 		if p.allowed(name) || v.kind != kindNumber || len(v.raw) > maxNoted {
 			return "", nil, false
 		}
-		return map[string]string{
-			"minimum":          "at least ",
-			"maximum":          "at most ",
-			"exclusiveMinimum": "greater than ",
-			"exclusiveMaximum": "less than ",
-			"multipleOf":       "a multiple of ",
-		}[name] + v.raw, nil, true
+		var say string
+		switch name {
+		case "minimum":
+			say = "at least "
+		case "maximum":
+			say = "at most "
+		case "exclusiveMinimum":
+			say = "greater than "
+		case "exclusiveMaximum":
+			say = "less than "
+		default:
+			say = "a multiple of "
+		}
+		return say + v.raw, nil, true
 	case "maxItems":
 		n, ok := count()
 		if p.allowed(name) || !ok {

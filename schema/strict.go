@@ -87,7 +87,10 @@ type stricter struct {
 	budget       int
 	active       map[*value]bool // references being inlined, to refuse recursion; made on first use
 	nulls        map[*value]bool // refusesNull's answers, which are asked again and again; made on first use
-	prob         *finding
+	// sawOptional is set once a property that is not required has been
+	// met: until then the walks of every profile are the same.
+	sawOptional bool
+	prob        *finding
 }
 
 func (x *stricter) fail(ptr, format string, args ...any) {
@@ -103,15 +106,43 @@ func (x *stricter) fail(ptr, format string, args ...any) {
 // maps are the same: every optional property, all of which refuse null
 // (outside compositions, where the OpenAI form has none).
 func strictForm(a *doc, p Profile) (*value, *nullMap, *finding) {
-	x := &stricter{a: a, budget: strictBudget, keepOptional: p.optionalProperties()}
-	v, nm := x.schema(a.root, "", true, false)
-	if x.prob != nil {
-		return nil, nil, x.prob
+	f := strictForms(a, []Profile{p})[0]
+	return f.v, f.nulls, f.prob
+}
+
+// A profileForm is what strictForm returns for one profile.
+type profileForm struct {
+	v     *value
+	nulls *nullMap
+	prob  *finding
+}
+
+// strictForms returns strictForm for each of profiles. The walks differ
+// only at properties that are not required, so for a schema without any
+// the first walk answers for every profile (with the very same values);
+// the walks share refusesNull's answers.
+func strictForms(a *doc, profiles []Profile) []profileForm {
+	out := make([]profileForm, len(profiles))
+	var nulls map[*value]bool
+	sawOptional := false
+	for i, p := range profiles {
+		if i > 0 && !sawOptional {
+			out[i] = out[0]
+			continue
+		}
+		x := &stricter{a: a, budget: strictBudget, keepOptional: p.optionalProperties(), nulls: nulls}
+		v, nm := x.schema(a.root, "", true, false)
+		nulls, sawOptional = x.nulls, sawOptional || x.sawOptional
+		switch {
+		case x.prob != nil:
+			out[i] = profileForm{prob: x.prob}
+		case nm.empty():
+			out[i] = profileForm{v: v}
+		default:
+			out[i] = profileForm{v: v, nulls: nm}
+		}
 	}
-	if nm.empty() {
-		nm = nil
-	}
-	return v, nm, nil
+	return out
 }
 
 // keep reports whether a keyword of the original goes into the strict form
@@ -367,6 +398,9 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 				return nil
 			}
 			required := isRequired(m.name)
+			if !required {
+				x.sawOptional = true
+			}
 			switch {
 			case required:
 			case x.keepOptional:
@@ -416,7 +450,9 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 	if props == nil {
 		out.set("properties", newProps)
 	}
-	if !s.has("required") && (len(names.arr) > 0 || !x.keepOptional) {
+	if !s.has("required") && (len(names.arr) > 0 || nprops == 0 || !x.keepOptional) {
+		// (An Anthropic form whose properties are all optional has no
+		// "required"; one without properties says it, as OpenAI's.)
 		out.set("required", names)
 	}
 	if !s.has("additionalProperties") {
