@@ -33,8 +33,8 @@ var ErrUncheckable = errors.New("the tool's input schema cannot be checked")
 type Closed struct {
 	// Original is the schema as the server sent it.
 	Original json.RawMessage
-	// Schema is what to offer the model: the strict form when Strict,
-	// else the closed form (the original with its objects closed where
+	// Schema is what to offer the model: the OpenAI strict form when
+	// Strict, else the closed form (the original with its objects closed where
 	// that keeps their meaning, optional properties still optional).
 	Schema json.RawMessage
 	// Strict reports that Schema is the strict form and that it is ready
@@ -161,9 +161,11 @@ func Close(input json.RawMessage) (*Closed, error) {
 }
 
 // For returns the schema to offer a model of profile p, and whether it is
-// the strict form (then send the tool with strict: true). For a profile
+// p's strict form (then send the tool with strict: true). For a profile
 // with a problem, or one this package does not know, it is the closed
-// form. FromModel maps the model's arguments back either way.
+// form. FromModel maps the model's arguments back either way, and Check
+// enforces, whichever form was offered, every constraint of the original,
+// including those p's strict form says only in descriptions.
 func (c *Closed) For(p Profile) (schema json.RawMessage, strict bool) {
 	if problem, ok := c.Problems[p]; ok && problem == "" && c.strict[p] != nil {
 		return c.strict[p], true
