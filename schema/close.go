@@ -130,13 +130,21 @@ func Close(input json.RawMessage) (*Closed, error) {
 			c.Problems[pr] = f.prob.String()
 			continue
 		}
-		form := pr.relax(a, f.v)
+		// A form shared with a later profile is relaxed as a copy; the
+		// last holder relaxes it in place.
+		shared := false
+		for _, g := range forms[i+1:] {
+			shared = shared || g.v == f.v
+		}
+		r := relaxer{p: pr, a: a, inPlace: !shared}
+		form := r.relax(f.v)
 		c.Problems[pr] = checkProfile(pr, a, form)
 		if c.strict == nil {
 			c.strict = make(map[Profile]json.RawMessage, len(forms))
 		}
-		if form != lastForm {
-			// Profiles whose forms are the same value share the text.
+		if form != lastForm || r.inPlace && r.moved > 0 {
+			// Profiles whose forms are the same, unchanged value share
+			// the text.
 			lastForm, lastText = form, encode(form)
 		}
 		c.strict[pr] = lastText

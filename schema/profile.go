@@ -82,8 +82,8 @@ func (p Profile) title() string {
 // optional properties or 16 such parameters can never be sent strict.
 // Anthropic's SDK helpers for that page are described as removing the
 // constraints strict mode does not support and adding them to the
-// description, which is what relax does here (and the host enforces them;
-// see below). Assumed: "title" is accepted.
+// description, which is what relaxer does here (and the host enforces
+// them; see below). Assumed: "title" is accepted.
 //
 // Moved constraints. A constraint a profile does not accept but that only
 // narrows the values of a type the strict form already fixes (lengths,
@@ -322,32 +322,48 @@ func wordBoundary(p string) bool {
 // pieces of at most this size.
 const maxNoted = 256
 
-// relax returns strict form s for profile p with the constraints p does
-// not accept but that only narrow values moved into the descriptions of
-// the schemas they were on (see "Moved constraints" above). It follows
-// only what the strict form combines by union or descent (properties,
-// items, anyOf); a constraint under anything else (not, contains, ...)
-// stays, and with it the profile's problem with that keyword. s is not
-// changed: what changes is copied, the rest shared.
-func (p Profile) relax(a *doc, s *value) *value {
+// A relaxer moves, out of a strict form for profile p, the constraints p
+// does not accept but that only narrow values, into the descriptions of
+// the schemas they were on (see "Moved constraints" above). With inPlace
+// it changes the form (one no one else holds: every schema node of a
+// strict form is made afresh by its walk); without, it changes nothing,
+// copying what changes and sharing the rest. moved counts the
+// constraints it moved.
+type relaxer struct {
+	p       Profile
+	a       *doc
+	inPlace bool
+	moved   int
+}
+
+// relax returns strict form s relaxed. It follows only what the strict
+// form combines by union or descent (properties, items, anyOf); a
+// constraint under anything else (not, contains, ...) stays, and with it
+// the profile's problem with that keyword.
+func (r *relaxer) relax(s *value) *value {
+	p, a, inPlace := r.p, r.a, r.inPlace
 	if s.kind != kindObject {
 		return s
 	}
-	var obj []member // nil until something changes
+	var obj []member // nil until something changes (in place: s's own)
+	if inPlace {
+		obj = s.obj[:0]
+	}
 	var buf [6]string
 	notes := buf[:0]
 	for i, m := range s.obj {
 		val, keep := m.val, true
 		switch m.name {
 		case "properties":
-			val = p.relaxEach(a, m.val)
+			val = r.relaxEach(m.val)
 		case "items":
-			val = p.relax(a, m.val)
+			val = r.relax(m.val)
 		case "anyOf":
-			val = p.relaxEach(a, m.val)
+			val = r.relaxEach(m.val)
 		default:
 			note, repl, moved := p.move(a, m.name, m.val)
 			if moved {
+				r.moved++
 				if note != "" {
 					notes = append(notes, note)
 				}
@@ -358,13 +374,19 @@ func (p Profile) relax(a *doc, s *value) *value {
 			obj = append(make([]member, 0, len(s.obj)+1), s.obj[:i]...)
 		}
 		if obj != nil && keep {
+			// In place, this writes at or before the member read.
 			obj = append(obj, member{name: m.name, rawName: m.rawName, val: val})
 		}
 	}
-	if obj == nil {
+	out := s
+	switch {
+	case inPlace:
+		s.obj = obj
+	case obj == nil:
 		return s
+	default:
+		out = &value{kind: kindObject, src: s.src, obj: obj}
 	}
-	out := &value{kind: kindObject, src: s.src, obj: obj}
 	if len(notes) > 0 {
 		var b strings.Builder
 		d := out.get("description")
@@ -401,18 +423,18 @@ func (p Profile) relax(a *doc, s *value) *value {
 }
 
 // relaxEach relaxes the schemas of an array (anyOf) or object
-// (properties), copying the container only if one of them changes.
-func (p Profile) relaxEach(a *doc, v *value) *value {
+// (properties), copying the container only if one of them is copied.
+func (r *relaxer) relaxEach(v *value) *value {
 	switch v.kind {
 	case kindArray:
 		var arr []*value
 		for i, e := range v.arr {
-			r := p.relax(a, e)
-			if r != e && arr == nil {
+			x := r.relax(e)
+			if x != e && arr == nil {
 				arr = append(make([]*value, 0, len(v.arr)), v.arr[:i]...)
 			}
 			if arr != nil {
-				arr = append(arr, r)
+				arr = append(arr, x)
 			}
 		}
 		if arr != nil {
@@ -421,12 +443,12 @@ func (p Profile) relaxEach(a *doc, v *value) *value {
 	case kindObject:
 		var obj []member
 		for i, m := range v.obj {
-			r := p.relax(a, m.val)
-			if r != m.val && obj == nil {
+			x := r.relax(m.val)
+			if x != m.val && obj == nil {
 				obj = append(make([]member, 0, len(v.obj)), v.obj[:i]...)
 			}
 			if obj != nil {
-				obj = append(obj, member{name: m.name, rawName: m.rawName, val: r})
+				obj = append(obj, member{name: m.name, rawName: m.rawName, val: x})
 			}
 		}
 		if obj != nil {
