@@ -51,7 +51,7 @@ func TestCheck(t *testing.T) {
 		{`{"query": "ab", "limt": 3}`, "/limt", `invalid arguments: /limt: unknown field; did you mean "limit"?`},
 		{`{"query": "ab", "filePath": "x"}`, "/filePath", `invalid arguments: /filePath: unknown field; did you mean "file_path"?`},
 		{`{"query": "ab", "zzz": 1}`, "/zzz", `invalid arguments: /zzz: unknown field; the fields here are "query", "limit", "ratio", "unit", "file_path", "tags", "filter", "edits"`},
-		{`{"query": "ab", "tags": []}`, "/tags", `invalid arguments: /tags: must have at least 1 items; got 0`},
+		{`{"query": "ab", "tags": []}`, "/tags", `invalid arguments: /tags: must have at least 1 item; got 0`},
 		{`{"query": "ab", "tags": ["a", "b", "c"]}`, "/tags", `invalid arguments: /tags: must have at most 2 items; got 3`},
 		{`{"query": "ab", "tags": ["a", "a"]}`, "/tags/1", `invalid arguments: /tags/1: repeats item 0; the items must be unique`},
 		{`{"query": "ab", "tags": ["a", 2]}`, "/tags/1", `invalid arguments: /tags/1: expected string, got integer 2`},

@@ -621,7 +621,7 @@ func TestMovedConstraints(t *testing.T) {
 		p:      OpenAI,
 		want:   `{"type":"object","properties":{"v":{"anyOf":[{"type":"string","description":"at least 2 characters"},{"type":"array","items":{"type":"string","description":"at most 1 character"}}]}},"required":["v"],"additionalProperties":false}`,
 		bad:    `{"v":["ab"]}`,
-		ptr:    "/v/0", reason: "must be at most 1 characters long; got 2",
+		ptr:    "/v/0", reason: "must be at most 1 character long; got 2",
 	}, {
 		name:   "a count past 32 bits is said as the validator reads it",
 		schema: `{"type":"object","properties":{"s":{"type":"string","maxLength":1e12}},"required":["s"]}`,
