@@ -89,16 +89,17 @@ func (p Profile) title() string {
 // narrows the values of a type the strict form already fixes (lengths,
 // ranges, item counts, uniqueItems, a pattern RE2 can check, a format) is
 // left out of that profile's strict form and said in the description of
-// the schema it was on, e.g. "Search terms (at least 3 characters)".
+// the schema it was on, e.g. "Search terms. (at least 3 characters)".
 // Nothing is lost: Check validates every call against the original
 // schema, refusing with a message for the model ("/query: must be at
-// least 3 characters long; got 2") what the strict form let through, and
-// format is an annotation to the validator, which the strict form only
-// ever offered to the provider. Keywords that change the shape of valid
+// least 3 characters long; got 2") what the strict form let through; and
+// format is an annotation to the validator, so only the provider's
+// grammar ever enforced it. Keywords that change the shape of valid
 // values (prefixItems, patternProperties, contains, not, if/then/else,
 // dependent*, allOf, minProperties and maxProperties, whose count a strict
-// form's nulls would blur) stay strict problems, and so does a pattern
-// RE2 cannot compile: the host could not enforce it.
+// form's nulls would blur) stay strict problems, and so do a pattern RE2
+// cannot compile (the host could not enforce it) and a constraint whose
+// text is longer than maxNoted.
 
 // allowed reports whether profile p accepts keyword name in a strict form.
 func (p Profile) allowed(name string) bool {
