@@ -12,7 +12,8 @@ import (
 //   - with the network off, socket(2) only for AF_UNIX: other families fail
 //     with EAFNOSUPPORT even if a server finds a way into a namespace that
 //     has a network (the network namespace alone already leaves it only a
-//     down loopback);
+//     down loopback); with the network through a proxy, also TCP sockets of
+//     AF_INET and AF_INET6, but no UDP, MPTCP, raw, packet or netlink;
 //   - io_uring is refused (ENOSYS), because its operations (IORING_OP_SOCKET,
 //     file opens) do not pass through the system calls the filter sees;
 //   - the kernel keyring calls are refused (ENOSYS): keyrings are not
@@ -66,8 +67,9 @@ var modeCalls = append([]modeCall{
 
 // filterOptions choose what the filter refuses beyond the fixed list.
 type filterOptions struct {
-	// network leaves every socket family; false allows only AF_UNIX.
-	network bool
+	// net is the network the server gets: none (AF_UNIX only), the
+	// proxy (AF_UNIX, and TCP over AF_INET and AF_INET6), or the host's.
+	net netAccess
 	// pathUnix false refuses socket(AF_UNIX) too (socketpair still
 	// works): the reduced tier's servers, below Landlock ABI 9, would
 	// otherwise reach any listening unix socket they can name, the user's
@@ -154,8 +156,35 @@ func seccompProgram(o filterOptions) []unix.SockFilter {
 		stmt(bpfRetK, retErrno(unix.EACCES))
 		stmt(bpfLdAbsW, seccompNrOff)
 	}
-	if !o.network {
+	if o.net == netProxy {
+		// socket(domain, type, protocol): AF_UNIX, or AF_INET and
+		// AF_INET6 with SOCK_STREAM and protocol 0 or TCP (no UDP, no
+		// MPTCP, no raw); anything else fails.
+		const (
+			typeMask = 0xf // SOCK_NONBLOCK and SOCK_CLOEXEC lie above
+			arg1Off  = seccompArg0Off + 8
+			arg2Off  = seccompArg0Off + 16
+		)
+		jump(bpfJeqK, unix.SYS_SOCKET, 0, 12)
+		stmt(bpfLdAbsW, seccompArg0Off)
+		jump(bpfJeqK, unix.AF_UNIX, 8, 0)
+		jump(bpfJeqK, unix.AF_INET, 1, 0)
+		jump(bpfJeqK, unix.AF_INET6, 0, 7)
+		stmt(bpfLdAbsW, arg1Off)
+		stmt(bpfAndK, typeMask)
+		jump(bpfJeqK, unix.SOCK_STREAM, 0, 4)
+		stmt(bpfLdAbsW, arg2Off)
+		jump(bpfJeqK, 0, 1, 0)
+		jump(bpfJeqK, unix.IPPROTO_TCP, 0, 1)
+		stmt(bpfRetK, retAllow)
+		stmt(bpfRetK, retErrno(unix.EAFNOSUPPORT))
+		// socketpair(2) stays unix only, below.
+	}
+	if o.net != netHost {
 		for _, nr := range []uint32{unix.SYS_SOCKET, unix.SYS_SOCKETPAIR} {
+			if nr == unix.SYS_SOCKET && o.net == netProxy {
+				continue
+			}
 			// if nr == socket { load domain; if domain == AF_UNIX allow
 			// else fail } else reload nr and go on.
 			jump(bpfJeqK, nr, 0, 4)

@@ -517,6 +517,12 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 		}
 		return s, nil
 	}
+	if cfg.Proxy != nil && !cfg.Network {
+		s.Proxy = ProxyPort
+		s.proxy = cfg.Proxy
+		s.Env = withProxyVars(s.Env)
+	}
+
 	tmpCanon, err := filepath.EvalSymlinks(tmp)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
@@ -864,12 +870,27 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			hostEnds = append(hostEnds, stderrR)
 		}
 	}
+	extra := append([]*os.File{specR, repW}, sp.idmapFiles...)
+	var proxyHost *os.File
+	if err == nil && sp.Proxy != 0 {
+		var proxyHelper *os.File
+		if proxyHost, proxyHelper, err = proxySocketPair(); err == nil {
+			childEnds = append(childEnds, proxyHelper)
+			hostEnds = append(hostEnds, proxyHost)
+			extra = append(extra, proxyHelper)
+		}
+	}
 	if err != nil {
 		closeAll(childEnds)
 		closeAll(hostEnds)
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
 
+	if proxyHost != nil {
+		// Every way out of launch is done with it: the listener it
+		// carried has been taken, or will never be.
+		defer proxyHost.Close()
+	}
 	attr := &syscall.SysProcAttr{
 		// No controlling terminal: a server must not be able to open
 		// /dev/tty and push keystrokes into the user's shell (TIOCSTI).
@@ -895,6 +916,10 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 			attr.GidMappingsEnableSetgroups = false
 			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+			if sp.Proxy != 0 {
+				// To bring the namespace's loopback up.
+				attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_NET_ADMIN)
+			}
 		}
 	}
 	newCmd := func(path string) *exec.Cmd {
@@ -906,7 +931,7 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			Stdin:       stdinR,
 			Stdout:      stdoutW,
 			Stderr:      stderrW,
-			ExtraFiles:  append([]*os.File{specR, repW}, sp.idmapFiles...),
+			ExtraFiles:  extra,
 			SysProcAttr: attr,
 		}
 	}
@@ -983,6 +1008,19 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	// The helper could only report after reading the whole spec.
 	<-written
 	p.confinement = res.rep.Confinement
+	if proxyHost != nil && !sp.Probe {
+		l, err := receiveProxyListener(proxyHost)
+		if err != nil {
+			p.abort()
+			return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
+		}
+		p.proxyL = l
+		p.proxyDone = make(chan struct{})
+		go func() {
+			defer close(p.proxyDone)
+			sp.proxy.Serve(l)
+		}()
+	}
 	return p, nil
 }
 

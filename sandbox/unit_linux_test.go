@@ -486,9 +486,9 @@ func TestSeccompProgram(t *testing.T) {
 	if !seccompSupported {
 		t.Skip("no seccomp filter on this architecture")
 	}
-	for _, network := range []bool{false, true} {
+	for _, network := range []netAccess{netNone, netProxy, netHost} {
 		for _, reduced := range []bool{false, true} {
-			prog := seccompProgram(filterOptions{network: network, pathUnix: !reduced, ownProcessOnly: reduced})
+			prog := seccompProgram(filterOptions{net: network, pathUnix: !reduced, ownProcessOnly: reduced})
 			if len(prog) == 0 || len(prog) > 4096 {
 				t.Fatalf("network=%v: %d instructions", network, len(prog))
 			}
@@ -507,7 +507,8 @@ func TestSeccompProgram(t *testing.T) {
 			}
 		}
 	}
-	if len(seccompProgram(filterOptions{pathUnix: true})) <= len(seccompProgram(filterOptions{network: true, pathUnix: true})) {
+	if len(seccompProgram(filterOptions{net: netNone, pathUnix: true})) <= len(seccompProgram(filterOptions{net: netHost, pathUnix: true})) ||
+		len(seccompProgram(filterOptions{net: netProxy, pathUnix: true})) <= len(seccompProgram(filterOptions{net: netHost, pathUnix: true})) {
 		t.Error("the network-off filter checks nothing more than the network-on one")
 	}
 }

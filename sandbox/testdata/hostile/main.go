@@ -20,7 +20,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -240,6 +243,34 @@ func do(req request) reply {
 		_, err = c.Write([]byte("hostile\n"))
 		c.Close()
 		return result("", err)
+	case "proxy-connect":
+		// CONNECT a0 through the proxy $HTTPS_PROXY names, then a plain
+		// GET of / in the tunnel: out is the tunnelled response's body.
+		return proxyConnect(a0)
+	case "fetch":
+		// GET a0 with Go's net/http and the proxy of the environment.
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+		resp, err := client.Get(a0)
+		if err != nil {
+			return fail(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if resp.StatusCode != 200 {
+			return fail(fmt.Errorf("%s: %s", resp.Status, b))
+		}
+		return result(string(b), nil)
+	case "listen-tcp":
+		l, err := net.Listen("tcp", a0)
+		if err != nil {
+			return fail(err)
+		}
+		l.Close()
+		return result("", nil)
+	case "lookup":
+		// A name lookup with the resolver of the system.
+		addrs, err := net.LookupHost(a0)
+		return result(strings.Join(addrs, " "), err)
 	case "udp":
 		// A raw socket call, so that the failure shows where it happens.
 		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM, 0)
@@ -374,6 +405,37 @@ func do(req request) reply {
 		os.Exit(n)
 	}
 	return fail(fmt.Errorf("unknown op %q", req.Op))
+}
+
+// proxyConnect tunnels to target through the proxy of $HTTPS_PROXY.
+func proxyConnect(target string) reply {
+	u, err := url.Parse(os.Getenv("HTTPS_PROXY"))
+	if err != nil || u.Host == "" {
+		return fail(fmt.Errorf("no proxy in HTTPS_PROXY (%q)", os.Getenv("HTTPS_PROXY")))
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 3*time.Second)
+	if err != nil {
+		return fail(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		return fail(err)
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fail(fmt.Errorf("CONNECT %s: %s: %s", target, resp.Status, b))
+	}
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", target)
+	inner, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return fail(err)
+	}
+	b, err := io.ReadAll(io.LimitReader(inner.Body, 1<<20))
+	return result(string(b), err)
 }
 
 func errnoResult(e syscall.Errno) reply {
