@@ -320,12 +320,25 @@ func TestProxyGrants(t *testing.T) {
 		}
 	}
 	got := map[string]int{}
+	suggested := map[string]string{}
 	for _, r := range refused() {
 		got[fmt.Sprintf("%s:%d", r.Host, r.Port)]++
+		suggested[fmt.Sprintf("%s:%d", r.Host, r.Port)] = r.Grant
 	}
 	for _, want := range []string{"localhost:" + oport, "127.0.0.1:" + oport, "evil.example.net:443", "rebind.example.com:" + gport, "internal.example.com:" + gport} {
 		if got[want] != 1 {
 			t.Errorf("refusal of %s reported %d times, want once (all: %v)", want, got[want], got)
+		}
+	}
+	for dest, grant := range map[string]string{
+		"evil.example.net:443":          "evil.example.net",
+		"localhost:" + oport:            "localhost:" + oport,
+		"rebind.example.com:" + gport:   "127.0.0.1:" + gport,
+		"internal.example.com:" + gport: "10.0.0.7:" + gport,
+		"2130706433:" + gport:           "",
+	} {
+		if suggested[dest] != grant {
+			t.Errorf("refusal of %s suggests %q, want %q", dest, suggested[dest], grant)
 		}
 	}
 	dmu.Lock()
@@ -472,4 +485,28 @@ func TestProxyConcurrent(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
+}
+
+// FuzzParseGrant: ParseGrant never panics, and what it accepts prints back
+// to itself and is accepted by New.
+func FuzzParseGrant(f *testing.F) {
+	for _, s := range []string{"api.example.com", "*.example.com:8443", "localhost:5432", "[::1]:80", "127.0.0.1:1", "x.y:65535", "*.a.b", "A.B.", "[::ffff:1.2.3.4]:9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		g, err := ParseGrant(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadGrant) {
+				t.Fatalf("ParseGrant(%q): %v does not wrap ErrBadGrant", s, err)
+			}
+			return
+		}
+		again, err := ParseGrant(g.String())
+		if err != nil || again != g {
+			t.Fatalf("ParseGrant(%q) = %+v, whose String %q parses to %+v, %v", s, g, g.String(), again, err)
+		}
+		if _, err := New(Config{Grants: []Grant{g}}); err != nil {
+			t.Fatalf("New rejects the parsed grant %+v: %v", g, err)
+		}
+	})
 }

@@ -59,6 +59,10 @@ type Refusal struct {
 	Port uint16
 	// Reason says why, for a person.
 	Reason string
+	// Grant is a grant, in the form ParseGrant reads, that would let this
+	// destination through; empty when none would (the host is not a
+	// name or address a grant can name).
+	Grant string
 }
 
 // Config configures a Proxy. The zero value of each field but Grants has a
@@ -514,10 +518,10 @@ func (p *Proxy) vet(ctx context.Context, host string, port uint16) ([]netip.Addr
 				return []netip.Addr{a}, nil
 			}
 		}
-		return nil, p.refuse(h, port, "not in the server's network grant")
+		return nil, p.refuse(h, port, "not in the server's network grant", suggest(h, port))
 	}
 	if checkName(h) != nil || isNumericName(h) {
-		return nil, p.refuse(h, port, "not a host name")
+		return nil, p.refuse(h, port, "not a host name", "")
 	}
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		for _, g := range p.cfg.Grants {
@@ -525,7 +529,7 @@ func (p *Proxy) vet(ctx context.Context, host string, port uint16) ([]netip.Addr
 				return []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}, nil
 			}
 		}
-		return nil, p.refuse(h, port, "not in the server's network grant")
+		return nil, p.refuse(h, port, "not in the server's network grant", suggest(h, port))
 	}
 	granted := false
 	for _, g := range p.cfg.Grants {
@@ -535,7 +539,7 @@ func (p *Proxy) vet(ctx context.Context, host string, port uint16) ([]netip.Addr
 		}
 	}
 	if !granted {
-		return nil, p.refuse(h, port, "not in the server's network grant")
+		return nil, p.refuse(h, port, "not in the server's network grant", suggest(h, port))
 	}
 	found, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", h)
 	if err != nil {
@@ -551,7 +555,7 @@ func (p *Proxy) vet(ctx context.Context, host string, port uint16) ([]netip.Addr
 		}
 	}
 	if len(ok) == 0 {
-		return nil, p.refuse(h, port, fmt.Sprintf("it resolves only to loopback, private or link-local addresses (%s), which a granted name may not reach: grant the address form (%s) if that is meant", joinAddrs(other), addrGrantExample(other, port)))
+		return nil, p.refuse(h, port, fmt.Sprintf("it resolves only to loopback, private or link-local addresses (%s), which a granted name may not reach unless the address is granted too", joinAddrs(other)), addrGrantExample(other, port))
 	}
 	return ok, nil
 }
@@ -579,13 +583,26 @@ func joinAddrs(as []netip.Addr) string {
 
 func addrGrantExample(as []netip.Addr, port uint16) string {
 	if len(as) == 0 {
-		return "ADDRESS:PORT"
+		return ""
 	}
-	return netip.AddrPortFrom(as[0], port).String()
+	return suggest(as[0].String(), port)
+}
+
+// suggest returns the grant that names host:port, or "" when no grant can.
+func suggest(host string, port uint16) string {
+	hp := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	if _, err := netip.ParseAddr(host); err != nil && host != "localhost" && (port == 443 || port == 80) {
+		hp = host
+	}
+	g, err := ParseGrant(hp)
+	if err != nil {
+		return ""
+	}
+	return g.String()
 }
 
 // refuse reports host:port once and returns the error for the request.
-func (p *Proxy) refuse(host string, port uint16, reason string) error {
+func (p *Proxy) refuse(host string, port uint16, reason, grant string) error {
 	host = cut(host)
 	key := host + ":" + strconv.Itoa(int(port))
 	p.mu.Lock()
@@ -593,7 +610,7 @@ func (p *Proxy) refuse(host string, port uint16, reason string) error {
 	if !p.reported[key] {
 		if len(p.reported) < MaxReported {
 			p.reported[key] = true
-			send = append(send, Refusal{Host: host, Port: port, Reason: reason})
+			send = append(send, Refusal{Host: host, Port: port, Reason: reason, Grant: grant})
 		} else if !p.overflow {
 			p.overflow = true
 			send = append(send, Refusal{Reason: fmt.Sprintf("more than %d destinations were refused; the rest are not reported", MaxReported)})

@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/mcphost/mcphost/sandbox"
+	"github.com/mcphost/mcphost/egress"
 )
 
 // Defaults for the keys of a [mcp.<name>] table that may be left out.
@@ -67,9 +68,15 @@ type ServerConfig struct {
 	Env map[string]string `json:"env,omitempty"`
 	// EnvPass names variables copied from the host's environment.
 	EnvPass []string `json:"env_pass,omitempty"`
-	// Network lets the server use the network. The default, false, leaves it
-	// none at all.
+	// Network lets the server use the host's network, all of it. The
+	// default, false, leaves it none at all, or only NetworkGrant.
 	Network bool `json:"network"`
+	// NetworkGrant lists the only destinations the server may reach when
+	// Network is false (the TOML `network = ["api.example.com"]`), in the
+	// grammar of egress.ParseGrant: "name", "name:port", "*.name",
+	// "*.name:port", "localhost:port", "address:port". It reaches them
+	// through a proxy of the host's; see the README's "Network grants".
+	NetworkGrant []string `json:"network_grant,omitempty"`
 	// Read and Write are extra read-only and writable paths: absolute,
 	// starting with "~/" (the user's home), or relative to the worktree.
 	Read  []string `json:"read,omitempty"`
@@ -140,7 +147,7 @@ type rawServer struct {
 	NewTools       string            `toml:"new_tools"`
 	Env            map[string]string `toml:"env"`
 	EnvPass        []string          `toml:"env_pass"`
-	Network        bool              `toml:"network"`
+	Network        any               `toml:"network"`
 	Read           []string          `toml:"read"`
 	Write          []string          `toml:"write"`
 	Protect        []string          `toml:"protect"`
@@ -301,7 +308,6 @@ func (r rawServer) config(name string) (ServerConfig, []error) {
 		Deny:    r.Deny,
 		Env:     r.Env,
 		EnvPass: r.EnvPass,
-		Network: r.Network,
 		Read:    r.Read,
 		Write:   r.Write,
 		Protect: r.Protect,
@@ -312,6 +318,22 @@ func (r rawServer) config(name string) (ServerConfig, []error) {
 		sc.WritableGit = true
 	default:
 		bad("git", "%q is not allowed; use \"read\" (the default: the git directory is read-only to the server) or \"write\" (it may change hooks and config that git runs on the host: a risk)", r.Git)
+	}
+	switch v := r.Network.(type) {
+	case nil:
+	case bool:
+		sc.Network = v
+	case []any:
+		for i, e := range v {
+			str, ok := e.(string)
+			if !ok {
+				bad("network", "entry %d (%v) is not a string; write destinations such as \"api.example.com\" or \"localhost:8080\"", i+1, e)
+				continue
+			}
+			sc.NetworkGrant = append(sc.NetworkGrant, str)
+		}
+	default:
+		bad("network", "%v is not allowed; use false (the default: no network), true (the host's whole network) or a list of destinations such as [\"api.example.com\"]", r.Network)
 	}
 	switch r.Default {
 	case "", "approval":
@@ -413,6 +435,17 @@ func (sc *ServerConfig) validate() []keyProblem {
 			}
 		}
 	}
+	for i, d := range sc.NetworkGrant {
+		if _, err := egress.ParseGrant(d); err != nil {
+			bad("network", "entry %d: %s", i+1, strings.TrimPrefix(err.Error(), egress.ErrBadGrant.Error()+": "))
+		}
+	}
+	if len(sc.NetworkGrant) > 0 && sc.Network {
+		bad("network", "true (the host's whole network) and a list of destinations together; choose one")
+	}
+	if len(sc.NetworkGrant) > 0 && sc.Unconfined {
+		bad("network", "a list of destinations needs the sandbox: with sandbox = \"off\" the server reaches every host; remove sandbox = \"off\" or the list")
+	}
 	if sc.Default != "" && sc.Default != Approval && sc.Default != Deny {
 		bad("default", "%q is not allowed; use \"approval\" or \"deny\"", sc.Default)
 	}
@@ -435,6 +468,17 @@ func (sc *ServerConfig) validate() []keyProblem {
 		bad("max_tmp", "%d bytes is out of range (1MiB to 1TiB)", sc.MaxTmp)
 	}
 	return out
+}
+
+// network describes what the server may reach, for ServerInfo.Network.
+func (sc *ServerConfig) network() string {
+	switch {
+	case sc.Network || sc.Unconfined:
+		return "all"
+	case len(sc.NetworkGrant) > 0:
+		return strings.Join(sc.NetworkGrant, ", ")
+	}
+	return "none"
 }
 
 // withDefaults fills the zero values a hand-built config may leave.

@@ -7,16 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost/mcphost/egress"
 	"github.com/mcphost/mcphost/pin"
 	"github.com/mcphost/mcphost/sandbox"
 	"github.com/mcphost/mcphost/schema"
@@ -40,6 +43,10 @@ type server struct {
 	stderr *stderrLog
 
 	restartMu sync.Mutex // serializes Restart
+
+	proxyOnce sync.Once
+	proxy     *egress.Proxy // the network proxy of a NetworkGrant, made once for every start
+	proxyErr  error
 	listMu    sync.Mutex // serializes discovery (the tap relies on it)
 
 	mu          sync.Mutex
@@ -314,6 +321,14 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 			}
 		}
 	}
+	var proxy sandbox.Proxy
+	if len(cfg.NetworkGrant) > 0 && !cfg.Network && !cfg.Unconfined {
+		p, err := srv.networkProxy()
+		if err != nil {
+			return sandbox.Config{}, err
+		}
+		proxy = p
+	}
 	return sandbox.Config{
 		Name:        cfg.Name,
 		Argv:        s.argv(cfg),
@@ -327,11 +342,49 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 		WritableGit: cfg.WritableGit,
 		PeerWrite:   peers,
 		Network:     cfg.Network,
+		Proxy:       proxy,
 		Off:         cfg.Unconfined,
 		RequireFull: cfg.RequireFullSandbox,
 		Limits:      sandbox.Limits{Processes: cfg.MaxProcesses, Memory: cfg.MaxMemory, Tmp: cfg.MaxTmp},
 		Stderr:      srv.stderr,
 	}, nil
+}
+
+// networkProxy returns the server's network proxy, made at its first
+// start and kept for every restart, so that a refused destination is a
+// notice once per server and destination.
+func (srv *server) networkProxy() (*egress.Proxy, error) {
+	srv.proxyOnce.Do(func() {
+		cfg := srv.cfg
+		grants := make([]egress.Grant, 0, len(cfg.NetworkGrant))
+		for _, d := range cfg.NetworkGrant {
+			g, err := egress.ParseGrant(d)
+			if err != nil {
+				srv.proxyErr = fmt.Errorf("[mcp.%s] network: %w", cfg.Name, err)
+				return
+			}
+			grants = append(grants, g)
+		}
+		srv.proxy, srv.proxyErr = egress.New(egress.Config{Grants: grants, Refused: srv.refusedNotice})
+	})
+	return srv.proxy, srv.proxyErr
+}
+
+// refusedNotice turns a destination the proxy refused into a notice that
+// says what to grant.
+func (srv *server) refusedNotice(r egress.Refusal) {
+	name := srv.cfg.Name
+	srv.sess.logger.Warn("network destination refused", "server", name, "host", r.Host, "port", r.Port, "reason", r.Reason)
+	if r.Host == "" {
+		srv.sess.addNotice(fmt.Sprintf("server %s: %s", name, r.Reason))
+		return
+	}
+	dest := net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port)))
+	n := fmt.Sprintf("server %s tried to reach %s, which was refused: %s", name, printable(dest, 260), printable(r.Reason, 400))
+	if r.Grant != "" {
+		n += fmt.Sprintf("; to allow it, add %q to network in [mcp.%s]", printable(r.Grant, 260), name)
+	}
+	srv.sess.addNotice(n)
 }
 
 func (s *Session) hostEnv() []string {

@@ -163,6 +163,9 @@ type ServerInfo struct {
 	Name        string      `json:"name"`
 	State       ServerState `json:"state"`
 	Confinement string      `json:"confinement"`
+	// Network is what the server may reach: "none", "all" (network =
+	// true, or unconfined) or its grant, the destinations joined by ", ".
+	Network string `json:"network"`
 	// Limits says how the server's max_processes, max_memory and max_tmp
 	// are enforced (a cgroup or rlimits, with the numbers); "" when it is
 	// unconfined or not running.

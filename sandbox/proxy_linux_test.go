@@ -84,7 +84,11 @@ func newProxy(t *testing.T, names map[string][]netip.Addr, grants ...string) (*e
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, func() []egress.Refusal { mu.Lock(); defer mu.Unlock(); return append([]egress.Refusal(nil), refused...) }, res
+	return p, func() []egress.Refusal {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]egress.Refusal(nil), refused...)
+	}, res
 }
 
 // TestNetworkProxy: a server with the network by name reaches a granted

@@ -82,6 +82,7 @@ func writeList(w io.Writer, tools []mcphost.Tool, servers []mcphost.ServerInfo, 
 	fmt.Fprintf(w, "%-*s  %-*s  %5s  %s\n", sw, "SERVER", stw, "STATE", "TOOLS", "CONFINEMENT")
 	for _, s := range servers {
 		fmt.Fprintf(w, "%-*s  %-*s  %5d  %s\n", sw, s.Name, stw, s.State, s.Tools, s.Confinement)
+		writeNetwork(w, sw+2, pin.Visible(s.Network))
 		if s.Limits != "" {
 			fmt.Fprintf(w, "%*s  limits: %s\n", sw, "", s.Limits)
 		}
@@ -98,6 +99,25 @@ func writeList(w io.Writer, tools []mcphost.Tool, servers []mcphost.ServerInfo, 
 			fmt.Fprintf(w, "- %s\n", strings.ReplaceAll(pin.Visible(n), "\n", "\n  "))
 		}
 	}
+}
+
+// writeNetwork prints a server's network grant under its row, indented,
+// wrapped after a comma to stay within 80 columns where it can.
+func writeNetwork(w io.Writer, indent int, network string) {
+	pad := strings.Repeat(" ", indent)
+	line := pad + "network: "
+	for i, d := range strings.Split(network, ", ") {
+		if i > 0 {
+			if len(line)+2+len(d) > 80 {
+				fmt.Fprintln(w, line+",")
+				line = pad + "         " + d
+				continue
+			}
+			line += ", "
+		}
+		line += d
+	}
+	fmt.Fprintln(w, line)
 }
 
 // shortDigest keeps the version prefix and 12 hex digits: enough to tell
