@@ -6,8 +6,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/mcphost/mcphost/egress"
@@ -183,4 +186,60 @@ func TestNetworkProxyNoBind(t *testing.T) {
 		{name: "bind a port", op: "listen-tcp", args: []string{"127.0.0.1:8080"}, errnos: []string{"EACCES"}},
 		{name: "bind the proxy's port", op: "listen-tcp", args: []string{"127.0.0.1:3128"}, errnos: []string{"EACCES", "EADDRINUSE"}},
 	})
+}
+
+// TestNonRootProxy: as an ordinary user (nobody), through a user namespace,
+// the helper can still bring the loopback up for the proxy, and the server
+// reaches the granted port and nothing else.
+func TestNonRootProxy(t *testing.T) {
+	requireConfinement(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the host fixture as nobody; as non-root TestNetworkProxy covers this path")
+	}
+	const nobody = 65534
+	wt, err := os.MkdirTemp("", "mcphost-nonroot-proxy-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(wt) })
+	if err := os.Chown(wt, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	gport, granted := serveHTTP(t, "granted")
+	oport, other := serveHTTP(t, "other")
+	ops := fmt.Sprintf(`[
+		{"op":"proxy-connect","args":["localhost:%s"]},
+		{"op":"proxy-connect","args":["localhost:%s"]},
+		{"op":"tcp","args":["127.0.0.1:%s"]}]`, gport, oport, oport)
+	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-proxy", "localhost:"+gport, "-ops", ops)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	cmd.Env = []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin"}
+	cmd.Dir = wt
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if strings.Contains(stderr.String(), ErrUnsupported.Error()) {
+			t.Skipf("this kernel cannot confine for an ordinary user: %s", stderr.String())
+		}
+		t.Fatalf("host fixture as nobody: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 6 || lines[5] != "ready" {
+		t.Fatalf("host fixture output:\n%s\nstderr: %s", out, stderr.String())
+	}
+	if !strings.Contains(lines[0], "+userns+") || !strings.Contains(lines[0], "+proxy") {
+		t.Errorf("%s: want a user namespace and the proxy", lines[0])
+	}
+	if !strings.HasPrefix(lines[2], `{"ok":true,"out":"granted"`) {
+		t.Errorf("CONNECT to the granted port: %s", lines[2])
+	}
+	for _, l := range lines[3:5] {
+		if strings.HasPrefix(l, `{"ok":true`) {
+			t.Errorf("want a refusal: %s", l)
+		}
+	}
+	if granted() == 0 || other() != 0 {
+		t.Errorf("the granted service saw %d connections, the other %d; want some and none", granted(), other())
+	}
 }
