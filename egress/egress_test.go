@@ -263,7 +263,7 @@ func TestProxyGrants(t *testing.T) {
 	other := startOrigin(t, "other")
 	res := &fakeResolver{names: map[string][]netip.Addr{
 		// A granted name that points at the host's loopback: rebinding.
-		"rebind.example.com": {netip.MustParseAddr("127.0.0.1")},
+		"rebind.example.com":   {netip.MustParseAddr("127.0.0.1")},
 		"internal.example.com": {netip.MustParseAddr("10.0.0.7")},
 	}}
 	// Every vetted public address is sent to the granted origin.

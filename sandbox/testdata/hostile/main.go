@@ -267,6 +267,32 @@ func do(req request) reply {
 		}
 		l.Close()
 		return result("", nil)
+	case "ttfb", "bulk":
+		// Open a connection to a0 (through $HTTPS_PROXY when it is set,
+		// directly otherwise), GET / (ttfb) or /bulk (bulk), and read the
+		// first byte of the answer (ttfb) or all of it (bulk): out is the
+		// nanoseconds that took, then the bytes read.
+		start := time.Now()
+		c, br, err := dialTarget(a0)
+		if err != nil {
+			return fail(err)
+		}
+		defer c.Close()
+		path := "/"
+		if req.Op == "bulk" {
+			path = "/bulk"
+		}
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, a0)
+		var n int64
+		if req.Op == "ttfb" {
+			if _, err := br.ReadByte(); err != nil {
+				return fail(err)
+			}
+			n = 1
+		} else if n, err = io.Copy(io.Discard, br); err != nil {
+			return fail(err)
+		}
+		return result(fmt.Sprintf("%d %d", time.Since(start).Nanoseconds(), n), nil)
 	case "lookup":
 		// A name lookup with the resolver of the system.
 		addrs, err := net.LookupHost(a0)
@@ -405,6 +431,35 @@ func do(req request) reply {
 		os.Exit(n)
 	}
 	return fail(fmt.Errorf("unknown op %q", req.Op))
+}
+
+// dialTarget connects to target through the proxy of $HTTPS_PROXY (a
+// CONNECT tunnel) when it is set, and directly otherwise.
+func dialTarget(target string) (net.Conn, *bufio.Reader, error) {
+	proxy := os.Getenv("HTTPS_PROXY")
+	if proxy == "" {
+		c, err := net.DialTimeout("tcp", target, 3*time.Second)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, bufio.NewReader(c), nil
+	}
+	u, err := url.Parse(proxy)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 3*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != 200 {
+		c.Close()
+		return nil, nil, fmt.Errorf("CONNECT %s: %v %v", target, resp, err)
+	}
+	return c, br, nil
 }
 
 // proxyConnect tunnels to target through the proxy of $HTTPS_PROXY.
