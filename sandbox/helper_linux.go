@@ -208,7 +208,7 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 	}
 	if s.Proxy != 0 {
 		if err := openProxyListener(helperIdmapFD+len(s.Idmap), s.Proxy); err != nil {
-			h.fail(unsupportedStep("the network proxy's listener", err))
+			h.fail(failedStep("the network proxy's listener", err))
 			return exitNoConfin
 		}
 	}
