@@ -140,6 +140,8 @@ func New(cfg Config) (*Proxy, error) {
 			if err != nil {
 				return nil, err
 			}
+			ctx, cancel := context.WithTimeout(ctx, DialTimeout)
+			defer cancel()
 			return p.open(ctx, host, port)
 		},
 		MaxIdleConns:          cfg.MaxConns,
