@@ -110,7 +110,11 @@
 // network namespace with only a loopback that is down, and a seccomp filter
 // that fails socket(2) for any family but AF_UNIX with EAFNOSUPPORT (TCP,
 // UDP, MPTCP, raw, packet, netlink). With Network true it shares the host's
-// network. The filter also refuses io_uring, whose operations bypass the
+// network. With a Proxy (network by name) it keeps the empty namespace, but
+// the helper brings its loopback up and listens on 127.0.0.1:ProxyPort,
+// handing the listening socket to the host, whose Proxy serves every
+// connection; the server's proxy variables point there, and the filter also
+// allows TCP sockets of AF_INET and AF_INET6 (not UDP, MPTCP or raw). The filter also refuses io_uring, whose operations bypass the
 // system calls a filter sees, the kernel keyring calls (keyrings are not
 // covered by these namespaces and can hold credentials), and system calls
 // of a foreign ABI (32-bit and x32 calls on amd64), whose numbers differ,
@@ -131,7 +135,8 @@
 // particular not the home directory unless a Read path grants part of it.
 // The best ABI of the kernel is used, and rights an older ABI lacks are
 // dropped (without REFER, ABI 1, renames across directories fail with
-// EXDEV). From ABI 4 TCP is also denied with Network false; from ABI 6 the
+// EXDEV). From ABI 4 TCP is also denied with Network false (with a Proxy,
+// all but connecting to its port); from ABI 6 the
 // server can neither signal processes outside the sandbox nor reach
 // abstract unix sockets created outside it; from ABI 9 it can connect only
 // to pathname unix sockets beneath its writable paths.
