@@ -12,8 +12,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/mcphost/mcphost/sandbox"
 	"github.com/mcphost/mcphost/egress"
+	"github.com/mcphost/mcphost/sandbox"
 )
 
 // Defaults for the keys of a [mcp.<name>] table that may be left out.

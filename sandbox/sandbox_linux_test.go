@@ -1275,8 +1275,9 @@ func TestReducedTier(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	run := func(t *testing.T, full bool, ops string) ([]string, string, error) {
+	run := func(t *testing.T, full bool, ops string, extra ...string) ([]string, string, error) {
 		args := []string{"-hostile", hostilePath(), "-worktree", wt, "-home", home, "-no-userns", strconv.Itoa(nobody), "-protect", gitDir, "-ops", ops}
+		args = append(args, extra...)
 		if full {
 			args = append(args, "-full")
 		}
@@ -1302,6 +1303,18 @@ func TestReducedTier(t *testing.T) {
 			t.Fatal("the server started although full confinement was required and user namespaces are refused")
 		}
 		for _, want := range []string{ErrUnsupported.Error(), `sandbox = "full"`, "reduced tier", "user namespace"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("the error lacks %q: %s", want, stderr)
+			}
+		}
+	})
+
+	t.Run("network by name refused", func(t *testing.T) {
+		_, stderr, err := run(t, false, "[]", "-proxy", "localhost:1")
+		if err == nil {
+			t.Fatal("a server with network by name started in the reduced tier, which has no network namespace")
+		}
+		for _, want := range []string{"network by name", "network namespace", "network = true"} {
 			if !strings.Contains(stderr, want) {
 				t.Errorf("the error lacks %q: %s", want, stderr)
 			}

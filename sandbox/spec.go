@@ -187,8 +187,8 @@ func (s *spec) check() error {
 	if s.Proxy < 0 || s.Proxy > 65535 {
 		return fmt.Errorf("proxy port %d out of range", s.Proxy)
 	}
-	if s.Proxy != 0 && (s.Network || s.Off) {
-		return errors.New("proxy with the host's network or unconfined")
+	if s.Proxy != 0 && (s.Network || s.Off || s.Reduced) {
+		return errors.New("proxy with the host's network, unconfined or in the reduced tier")
 	}
 	if s.MaxABI < 0 {
 		return fmt.Errorf("negative max_abi %d", s.MaxABI)
