@@ -522,7 +522,7 @@ func (srv *server) close(state ServerState) error {
 func (srv *server) info() ServerInfo {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Limits: srv.limits, Lacks: srv.lacks, Widens: srv.sess.widens(srv.cfg)}
+	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Network: srv.cfg.network(), Limits: srv.limits, Lacks: srv.lacks, Widens: srv.sess.widens(srv.cfg)}
 	if info.Confinement == "" {
 		info.Confinement = "none"
 	}
