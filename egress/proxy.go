@@ -169,10 +169,10 @@ func New(cfg Config) (*Proxy, error) {
 }
 
 // Serve accepts the server's connections from l and serves them until l is
-// closed (its Accept fails); then it closes every connection it opened or
-// accepted and returns nil once their goroutines are done. Another error of
-// Accept is returned the same way, after the same cleanup. Serve is called
-// once at a time.
+// closed; then it closes every connection it opened or accepted and returns
+// nil once their goroutines are done. Other errors of Accept (out of
+// descriptors) are retried, after a pause of up to a second. Serve is
+// called once at a time.
 func (p *Proxy) Serve(l net.Listener) error {
 	p.mu.Lock()
 	p.closing = false
@@ -204,15 +204,20 @@ func (p *Proxy) Serve(l net.Listener) error {
 		defer wg.Done()
 		p.watch(stop)
 	}()
-	var err error
+	var backoff time.Duration
 	for {
-		c, aerr := l.Accept()
-		if aerr != nil {
-			if !errors.Is(aerr, net.ErrClosed) {
-				err = fmt.Errorf("egress: accepting: %w", aerr)
+		c, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				break
 			}
-			break
+			// Out of descriptors, say: the server keeps its proxy, and
+			// tries again a little later (at most once a second).
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			time.Sleep(backoff)
+			continue
 		}
+		backoff = 0
 		tc, ok := p.admit(c)
 		if !ok {
 			continue
@@ -229,7 +234,7 @@ func (p *Proxy) Serve(l net.Listener) error {
 	wg.Wait()
 	p.handlers.Wait()
 	p.transport.CloseIdleConnections()
-	return err
+	return nil
 }
 
 // admit counts a new connection of the server, refusing it over the bound.
