@@ -21,7 +21,7 @@ FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars
 	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
 	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid \
-	./sandbox:FuzzBuildEnv \
+	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./egress:FuzzParseGrant \
 	./openai:FuzzResult ./openai:FuzzFunctionOutput ./anthropic:FuzzResult ./anthropic:FuzzCount \
 	./internal/toolresult:FuzzRender ./cmd/mcphost:FuzzSafeJSON
 

@@ -17,7 +17,9 @@ const Profile = "anthropic"
 // Anthropic's limits on strict tools in one request ("Structured outputs",
 // JSON Schema limitations,
 // https://platform.claude.com/docs/en/build-with-claude/structured-outputs).
-// A request over any of them is refused whole.
+// Anthropic refuses a request over any of them whole (HTTP 400,
+// invalid_request_error): the model sees none of its tools. Tools never
+// builds such a request; see its documentation.
 const (
 	// MaxStrictTools is the most tools one request may mark strict.
 	MaxStrictTools = 20
@@ -88,7 +90,21 @@ type ImageSource struct {
 // leaves "tools" out. The result shares no memory with tools.
 //
 // The limits apply to one request: pass Tools every tool the request
-// carries, not a part of them.
+// carries, not a part of them. A tool sent non-strict because of them is
+// still offered, in its strict-ready form, and its calls are checked by
+// mcphost against the server's schema as every call is; only the
+// provider's guarantee that the arguments fit is lost. A single tool whose
+// own form has more optional properties or union-typed parameters than
+// the request limits is never strict-ready for this profile
+// (Tool.StrictProblems["anthropic"] says so), so it cannot take the
+// budget of the others.
+//
+// Anthropic also compiles the strict schemas of a request into one
+// grammar and refuses, with HTTP 400 and "The compiled grammar is too
+// large", a request whose grammar passes a size it does not document
+// (reported in anthropics/anthropic-sdk-python#1185). Tools cannot keep
+// within a limit that is not published: an agent that meets that error
+// should pass Tools fewer tools, or mark fewer of them strict.
 func Tools(tools []mcphost.Tool) []Tool {
 	var (
 		out    []Tool

@@ -13,6 +13,7 @@ import (
 	"github.com/mcphost/mcphost/internal/goldenfile"
 	"github.com/mcphost/mcphost/internal/toolresult"
 	"github.com/mcphost/mcphost/mcphost"
+	"github.com/mcphost/mcphost/schema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -308,5 +309,37 @@ func TestToolsProfileSchema(t *testing.T) {
 	tool.Schemas["anthropic"] = closed
 	if got := Tools([]mcphost.Tool{tool}); got[0].Strict || string(got[0].InputSchema) != string(closed) {
 		t.Errorf("not ready: %+v", got)
+	}
+}
+
+// TestToolsStrictBudgetClosed: the "anthropic" forms schema.Close makes
+// keep optional properties optional and so count against
+// MaxStrictOptional, not MaxStrictUnions: thirteen tools of two optional
+// properties each fill the 24 with twelve; the thirteenth goes non-strict.
+func TestToolsStrictBudgetClosed(t *testing.T) {
+	c, err := schema.Close(json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","minLength":3},"n":{"type":"integer","minimum":1},"m":{"type":"integer"}},"required":["m"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	form, strict := c.For(schema.Anthropic)
+	if !strict {
+		t.Fatalf("not strict-ready for Anthropic: %s", c.Problems[schema.Anthropic])
+	}
+	var tools []mcphost.Tool
+	for i := range 13 {
+		tools = append(tools, mcphost.Tool{
+			Name: fmt.Sprintf("mcp__s__t%02d", i), Decision: mcphost.Allow, Strict: c.Strict, Schema: c.Schema,
+			StrictProblems: map[string]string{"openai": c.Problems[schema.OpenAI], "anthropic": ""},
+			Schemas:        map[string]json.RawMessage{"openai": c.Schema, "anthropic": form},
+		})
+	}
+	got := Tools(tools)
+	for i, tool := range got {
+		if want := i < 12; tool.Strict != want {
+			t.Errorf("tool %d: strict %v, want %v", i, tool.Strict, want)
+		}
+		if string(tool.InputSchema) != string(form) {
+			t.Errorf("tool %d: schema %s, want the anthropic form %s", i, tool.InputSchema, form)
+		}
 	}
 }

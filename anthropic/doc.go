@@ -19,10 +19,14 @@
 // It is always present: true only when the tool's Schema is its strict form
 // and that form is ready for the "anthropic" profile
 // (Tool.StrictProblems["anthropic"] is present and empty), and explicitly
-// false otherwise. Anthropic also limits strict tools per request (see
-// MaxStrictTools and MaxStrictUnions); Tools keeps a request within them, in
-// the order of the tools, and sends the rest non-strict, since one request
-// over a limit is refused whole.
+// false otherwise. The "anthropic" form keeps optional properties optional
+// (Anthropic's strict tool use accepts them) and says in descriptions the
+// constraints Anthropic's subset lacks (lengths, numeric bounds, item
+// counts), which mcphost enforces on every call. Anthropic also limits
+// strict tools per request (MaxStrictTools, MaxStrictOptional,
+// MaxStrictUnions); a request over one is refused whole (HTTP 400), so
+// Tools keeps a request within them, in the order of the tools, and sends
+// the rest non-strict.
 //
 // # Results
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/mcphost/mcphost/egress"
 	"github.com/mcphost/mcphost/sandbox"
 )
 
@@ -67,13 +68,31 @@ type ServerConfig struct {
 	Env map[string]string `json:"env,omitempty"`
 	// EnvPass names variables copied from the host's environment.
 	EnvPass []string `json:"env_pass,omitempty"`
-	// Network lets the server use the network. The default, false, leaves it
-	// none at all.
+	// Network lets the server use the host's network, all of it. The
+	// default, false, leaves it none at all, or only NetworkGrant.
 	Network bool `json:"network"`
+	// NetworkGrant lists the only destinations the server may reach when
+	// Network is false (the TOML `network = ["api.example.com"]`), in the
+	// grammar of egress.ParseGrant: "name", "name:port", "*.name",
+	// "*.name:port", "localhost:port", "address:port". It reaches them
+	// through a proxy of the host's; see the README's "Network grants".
+	NetworkGrant []string `json:"network_grant,omitempty"`
 	// Read and Write are extra read-only and writable paths: absolute,
 	// starting with "~/" (the user's home), or relative to the worktree.
 	Read  []string `json:"read,omitempty"`
 	Write []string `json:"write,omitempty"`
+	// Protect names further paths that no server of the session may write,
+	// rename or replace (an agent's instruction files, its own config
+	// directory): absolute, "~/..." or relative to the worktree. An entry
+	// ending in "/" is a directory, created empty before the servers start
+	// if it is missing; a file that does not exist cannot be protected and
+	// gets a notice.
+	Protect []string `json:"protect,omitempty"`
+	// WritableGit lets the server write the repository's git directory
+	// (`git = "write"`). By default it is read-only to servers, because
+	// whoever writes it can make git run code on the host (hooks,
+	// core.fsmonitor). A risk the config must state explicitly.
+	WritableGit bool `json:"writable_git,omitempty"`
 	// Unconfined runs the server without Landlock, seccomp or namespaces
 	// (`sandbox = "off"`). It is a risk the config must state explicitly;
 	// the scrubbed environment, private TMPDIR and process cleanup remain.
@@ -103,7 +122,13 @@ type ConfigError struct {
 	Table string // e.g. "mcp.notes"
 	Key   string // e.g. "allow"; empty when the problem is the table itself
 	Msg   string
+	// Err is the underlying error, if any (a *sandbox.LinkError for a
+	// grant through a replaceable symbolic link); Unwrap returns it.
+	Err error
 }
+
+// Unwrap returns e.Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 func (e *ConfigError) Error() string {
 	if e.Key == "" {
@@ -122,9 +147,11 @@ type rawServer struct {
 	NewTools       string            `toml:"new_tools"`
 	Env            map[string]string `toml:"env"`
 	EnvPass        []string          `toml:"env_pass"`
-	Network        bool              `toml:"network"`
+	Network        any               `toml:"network"`
 	Read           []string          `toml:"read"`
 	Write          []string          `toml:"write"`
+	Protect        []string          `toml:"protect"`
+	Git            string            `toml:"git"`
 	Sandbox        string            `toml:"sandbox"`
 	StartupTimeout any               `toml:"startup_timeout"`
 	CallTimeout    any               `toml:"call_timeout"`
@@ -134,8 +161,8 @@ type rawServer struct {
 	MaxTmp         any               `toml:"max_tmp"`
 }
 
-var knownKeys = []string{"allow", "call_timeout", "command", "default", "deny", "env", "env_pass",
-	"max_memory", "max_output", "max_processes", "max_tmp", "network", "new_tools", "read", "sandbox", "startup_timeout", "write"}
+var knownKeys = []string{"allow", "call_timeout", "command", "default", "deny", "env", "env_pass", "git",
+	"max_memory", "max_output", "max_processes", "max_tmp", "network", "new_tools", "protect", "read", "sandbox", "startup_timeout", "write"}
 
 // Parse reads the [mcp.<name>] tables of a TOML document and ignores
 // everything else in it, so an agent can keep its own settings in the same
@@ -281,9 +308,32 @@ func (r rawServer) config(name string) (ServerConfig, []error) {
 		Deny:    r.Deny,
 		Env:     r.Env,
 		EnvPass: r.EnvPass,
-		Network: r.Network,
 		Read:    r.Read,
 		Write:   r.Write,
+		Protect: r.Protect,
+	}
+	switch r.Git {
+	case "", "read":
+	case "write":
+		sc.WritableGit = true
+	default:
+		bad("git", "%q is not allowed; use \"read\" (the default: the git directory is read-only to the server) or \"write\" (it may change hooks and config that git runs on the host: a risk)", r.Git)
+	}
+	switch v := r.Network.(type) {
+	case nil:
+	case bool:
+		sc.Network = v
+	case []any:
+		for i, e := range v {
+			str, ok := e.(string)
+			if !ok {
+				bad("network", "entry %d (%v) is not a string; write destinations such as \"api.example.com\" or \"localhost:8080\"", i+1, e)
+				continue
+			}
+			sc.NetworkGrant = append(sc.NetworkGrant, str)
+		}
+	default:
+		bad("network", "%v is not allowed; use false (the default: no network), true (the host's whole network) or a list of destinations such as [\"api.example.com\"]", r.Network)
 	}
 	switch r.Default {
 	case "", "approval":
@@ -376,7 +426,7 @@ func (sc *ServerConfig) validate() []keyProblem {
 	for _, list := range []struct {
 		key   string
 		paths []string
-	}{{"read", sc.Read}, {"write", sc.Write}} {
+	}{{"read", sc.Read}, {"write", sc.Write}, {"protect", sc.Protect}} {
 		for _, p := range list.paths {
 			if p == "" || strings.ContainsRune(p, 0) {
 				bad(list.key, "%q is not a path", p)
@@ -384,6 +434,17 @@ func (sc *ServerConfig) validate() []keyProblem {
 				bad(list.key, "%q: only ~/ (the user's own home) is expanded", p)
 			}
 		}
+	}
+	for i, d := range sc.NetworkGrant {
+		if _, err := egress.ParseGrant(d); err != nil {
+			bad("network", "entry %d: %s", i+1, strings.TrimPrefix(err.Error(), egress.ErrBadGrant.Error()+": "))
+		}
+	}
+	if len(sc.NetworkGrant) > 0 && sc.Network {
+		bad("network", "true (the host's whole network) and a list of destinations together; choose one")
+	}
+	if len(sc.NetworkGrant) > 0 && sc.Unconfined {
+		bad("network", "a list of destinations needs the sandbox: with sandbox = \"off\" the server reaches every host; remove sandbox = \"off\" or the list")
 	}
 	if sc.Default != "" && sc.Default != Approval && sc.Default != Deny {
 		bad("default", "%q is not allowed; use \"approval\" or \"deny\"", sc.Default)
@@ -407,6 +468,17 @@ func (sc *ServerConfig) validate() []keyProblem {
 		bad("max_tmp", "%d bytes is out of range (1MiB to 1TiB)", sc.MaxTmp)
 	}
 	return out
+}
+
+// network describes what the server may reach, for ServerInfo.Network.
+func (sc *ServerConfig) network() string {
+	switch {
+	case sc.Network || sc.Unconfined:
+		return "all"
+	case len(sc.NetworkGrant) > 0:
+		return strings.Join(sc.NetworkGrant, ", ")
+	}
+	return "none"
 }
 
 // withDefaults fills the zero values a hand-built config may leave.

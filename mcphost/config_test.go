@@ -102,6 +102,12 @@ func TestParseErrors(t *testing.T) {
 		{"other user's home", "[mcp.x]\ncommand=[\"a\"]\nread=[\"~bob/x\"]", []string{"[mcp.x] read", "~/"}},
 		{"not a table", "mcp.x = 3", []string{"[mcp.x]", "table"}},
 		{"syntax", "[mcp.x\ncommand=", []string{"config:"}},
+		{"network string", "[mcp.x]\ncommand=[\"a\"]\nnetwork=\"api.example.com\"", []string{"[mcp.x] network", "a list of destinations"}},
+		{"network number entry", "[mcp.x]\ncommand=[\"a\"]\nnetwork=[\"a.example.com\", 3]", []string{"[mcp.x] network", "entry 2", "not a string"}},
+		{"network url", "[mcp.x]\ncommand=[\"a\"]\nnetwork=[\"https://api.example.com\"]", []string{"[mcp.x] network", "entry 1", `"https://api.example.com"`, "not a URL"}},
+		{"network localhost", "[mcp.x]\ncommand=[\"a\"]\nnetwork=[\"a.example.com\", \"localhost\"]", []string{"[mcp.x] network", "entry 2", "needs a port"}},
+		{"network tld", "[mcp.x]\ncommand=[\"a\"]\nnetwork=[\"*.com\"]", []string{"[mcp.x] network", "entry 1", "two labels"}},
+		{"network off", "[mcp.x]\ncommand=[\"a\"]\nsandbox=\"off\"\nnetwork=[\"a.example.com\"]", []string{"[mcp.x] network", "needs the sandbox"}},
 		{"two problems", "[mcp.x]\ncommand=[\"a\"]\nfoo=1\n[mcp.y]\nbar=2", []string{"[mcp.x] foo", "[mcp.y] bar", "[mcp.y] command"}},
 	}
 	for _, tt := range tests {
@@ -116,6 +122,29 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestParseNetwork(t *testing.T) {
+	for _, tt := range []struct {
+		value   string
+		network bool
+		grant   []string
+	}{
+		{"false", false, nil},
+		{"true", true, nil},
+		{"[]", false, nil},
+		{`["registry.npmjs.org", "*.example.com:8443", "localhost:5432", "[::1]:8080"]`, false,
+			[]string{"registry.npmjs.org", "*.example.com:8443", "localhost:5432", "[::1]:8080"}},
+	} {
+		got, err := Parse([]byte("[mcp.x]\ncommand=[\"a\"]\nnetwork=" + tt.value))
+		if err != nil {
+			t.Errorf("network = %s: %v", tt.value, err)
+			continue
+		}
+		if got[0].Network != tt.network || !reflect.DeepEqual(got[0].NetworkGrant, tt.grant) {
+			t.Errorf("network = %s: Network %v, NetworkGrant %q; want %v, %q", tt.value, got[0].Network, got[0].NetworkGrant, tt.network, tt.grant)
+		}
 	}
 }
 
@@ -163,6 +192,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("[mcp.a-b]\ncommand=[\"x\"]\nmax_output=\"1MiB\"\nstartup_timeout=\"1s\"\n"))
 	f.Add([]byte("mcp = 1"))
 	f.Add([]byte("[mcp]\nx = {command=[\"y\"]}"))
+	f.Add([]byte("[mcp.n]\ncommand=[\"x\"]\nnetwork=[\"api.example.com\", \"*.example.org:8443\", \"localhost:80\", \"[::1]:1\"]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		servers, err := Parse(data)
 		if err != nil {

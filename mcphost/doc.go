@@ -11,6 +11,16 @@
 // every process it started. Where the kernel cannot confine, the server does
 // not start unless its table says sandbox = "off".
 //
+// The worktree is hostile ground, so what decides the next start or runs on
+// the host is read-only to every server: the state directory, the config
+// file, the worktree's mcphost.toml and mcphost.lock, every server's
+// program (sandbox.Programs), the repository's git directory (unless a
+// table says git = "write") and what Options.Protect and the tables'
+// protect keys name. A read or write path through a symbolic link that a
+// server could have planted keeps its server from starting. A config that
+// servers could write should start only reviewed tables: the CLI does so
+// with ServerConfig.Definition, WritablePaths and pin.State.Tables.
+//
 // Connect then lists every page of each server's tools and, for each tool:
 //
 //   - names it for the model, mcp__<server>__<tool> (ModelName), skipping

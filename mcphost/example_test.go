@@ -57,7 +57,7 @@ command = ["git-server"]
 	}
 	// Output:
 	// config: [mcp.git]: "git" is reserved for the agent's own tools (fs, proc, git); choose another name
-	// config: [mcp.notes] defualt: unknown key; the keys are allow, call_timeout, command, default, deny, env, env_pass, max_memory, max_output, max_processes, max_tmp, network, new_tools, read, sandbox, startup_timeout, write
+	// config: [mcp.notes] defualt: unknown key; the keys are allow, call_timeout, command, default, deny, env, env_pass, git, max_memory, max_output, max_processes, max_tmp, network, new_tools, protect, read, sandbox, startup_timeout, write
 	// first: table mcp.git, key ""
 }
 
@@ -187,8 +187,13 @@ func changedToolSession(opts mcphost.Options) (*mcphost.Session, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	opts.Worktree, opts.StateDir = dir, dir+"/state"
-	defs := dir + "/defs.json"
+	// The state directory outside the worktree: Connect refuses one that
+	// a server could reach.
+	opts.Worktree, opts.StateDir = dir+"/worktree", dir+"/state"
+	if err := os.Mkdir(opts.Worktree, 0o700); err != nil {
+		log.Fatal(err)
+	}
+	defs := opts.Worktree + "/defs.json"
 	write := func(desc string) {
 		def := `[{"name":"search","description":"` + desc + `","inputSchema":{"type":"object","properties":{"query":{"type":"string"}}}}]`
 		if err := os.WriteFile(defs, []byte(def), 0o600); err != nil {

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost/mcphost/egress"
 	"github.com/mcphost/mcphost/pin"
 	"github.com/mcphost/mcphost/sandbox"
 	"github.com/mcphost/mcphost/schema"
@@ -41,6 +44,10 @@ type server struct {
 	stderr *stderrLog
 
 	restartMu sync.Mutex // serializes Restart
+
+	proxyOnce sync.Once
+	proxy     *egress.Proxy // the network proxy of a NetworkGrant, made once for every start
+	proxyErr  error
 	listMu    sync.Mutex // serializes discovery (the tap relies on it)
 
 	mu           sync.Mutex
@@ -101,6 +108,10 @@ func (srv *server) start(ctx context.Context) error {
 	}
 	proc, err := sandbox.Start(ctx, sbx)
 	if err != nil {
+		var le *sandbox.LinkError
+		if errors.As(err, &le) {
+			return &startError{"config", &ConfigError{Table: "mcp." + cfg.Name, Key: le.Field, Msg: le.Error(), Err: err}}
+		}
 		return &startError{"start", err}
 	}
 	srv.mu.Lock()
@@ -276,32 +287,10 @@ func (srv *server) listAll(ctx context.Context, cs *mcp.ClientSession, tap *list
 func (srv *server) grants() (read, write []string, err error) {
 	s := srv.sess
 	cfg := srv.cfg
-	home := ""
-	for _, kv := range s.hostEnv() {
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			home = v
-		}
-	}
-	expand := func(key string, paths []string) ([]string, error) {
-		out := make([]string, 0, len(paths))
-		for _, p := range paths {
-			switch {
-			case p == "~" || strings.HasPrefix(p, "~/"):
-				if home == "" {
-					return nil, fmt.Errorf("[mcp.%s] %s: %q: HOME is not set", cfg.Name, key, p)
-				}
-				p = filepath.Join(home, strings.TrimPrefix(p, "~"))
-			case !filepath.IsAbs(p):
-				p = filepath.Join(s.worktree, p)
-			}
-			out = append(out, filepath.Clean(p))
-		}
-		return out, nil
-	}
-	if read, err = expand("read", cfg.Read); err != nil {
+	if read, err = s.expand(cfg.Name, "read", cfg.Read); err != nil {
 		return nil, nil, err
 	}
-	if write, err = expand("write", cfg.Write); err != nil {
+	if write, err = s.expand(cfg.Name, "write", cfg.Write); err != nil {
 		return nil, nil, err
 	}
 	return read, write, nil
@@ -342,32 +331,81 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 	if err != nil {
 		return sandbox.Config{}, err
 	}
-	argv := cfg.Command
-	if strings.ContainsRune(argv[0], '/') && !filepath.IsAbs(argv[0]) {
-		// A relative path names a program in the worktree, wherever the
-		// host itself runs from.
-		argv = append([]string{filepath.Join(s.worktree, argv[0])}, argv[1:]...)
+	// What the other servers may write: a link there is as replaceable as
+	// one in the worktree.
+	var peers []string
+	for _, name := range s.order {
+		if other := s.servers[name]; other != srv {
+			w, err := s.expand(name, "write", other.cfg.Write)
+			if err == nil {
+				peers = append(peers, w...)
+			}
+		}
 	}
-	protect := []string{s.opts.StateDir}
-	if s.opts.ConfigFile != "" {
-		protect = append(protect, s.opts.ConfigFile)
+	var proxy sandbox.Proxy
+	if len(cfg.NetworkGrant) > 0 && !cfg.Network && !cfg.Unconfined {
+		p, err := srv.networkProxy()
+		if err != nil {
+			return sandbox.Config{}, err
+		}
+		proxy = p
 	}
 	return sandbox.Config{
 		Name:        cfg.Name,
-		Argv:        argv,
+		Argv:        s.argv(cfg),
 		Worktree:    s.worktree,
 		Env:         cfg.Env,
 		EnvPass:     cfg.EnvPass,
 		HostEnv:     s.opts.HostEnv,
 		Read:        read,
 		Write:       write,
-		Protect:     protect,
+		Protect:     s.protect,
+		WritableGit: cfg.WritableGit,
+		PeerWrite:   peers,
 		Network:     cfg.Network,
+		Proxy:       proxy,
 		Off:         cfg.Unconfined,
 		RequireFull: cfg.RequireFullSandbox,
 		Limits:      sandbox.Limits{Processes: cfg.MaxProcesses, Memory: cfg.MaxMemory, Tmp: cfg.MaxTmp},
 		Stderr:      srv.stderr,
 	}, nil
+}
+
+// networkProxy returns the server's network proxy, made at its first
+// start and kept for every restart, so that a refused destination is a
+// notice once per server and destination.
+func (srv *server) networkProxy() (*egress.Proxy, error) {
+	srv.proxyOnce.Do(func() {
+		cfg := srv.cfg
+		grants := make([]egress.Grant, 0, len(cfg.NetworkGrant))
+		for _, d := range cfg.NetworkGrant {
+			g, err := egress.ParseGrant(d)
+			if err != nil {
+				srv.proxyErr = fmt.Errorf("[mcp.%s] network: %w", cfg.Name, err)
+				return
+			}
+			grants = append(grants, g)
+		}
+		srv.proxy, srv.proxyErr = egress.New(egress.Config{Grants: grants, Refused: srv.refusedNotice})
+	})
+	return srv.proxy, srv.proxyErr
+}
+
+// refusedNotice turns a destination the proxy refused into a notice that
+// says what to grant.
+func (srv *server) refusedNotice(r egress.Refusal) {
+	name := srv.cfg.Name
+	srv.sess.logger.Warn("network destination refused", "server", name, "host", r.Host, "port", r.Port, "reason", r.Reason)
+	if r.Host == "" {
+		srv.sess.addNotice(fmt.Sprintf("server %s: %s", name, r.Reason))
+		return
+	}
+	dest := net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port)))
+	n := fmt.Sprintf("server %s tried to reach %s, which was refused: %s", name, printable(dest, 260), printable(r.Reason, 400))
+	if r.Grant != "" {
+		n += fmt.Sprintf("; to allow it, add %q to network in [mcp.%s]", printable(r.Grant, 260), name)
+	}
+	srv.sess.addNotice(n)
 }
 
 func (s *Session) hostEnv() []string {
@@ -505,7 +543,7 @@ func (srv *server) close(state ServerState) error {
 func (srv *server) info() ServerInfo {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Limits: srv.limits, Lacks: srv.lacks,
+	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Network: srv.cfg.network(), Limits: srv.limits, Lacks: srv.lacks, Widens: srv.sess.widens(srv.cfg),
 		Protocol: srv.protocol, Instructions: srv.instructions, InstructionsPin: srv.ins.pin}
 	if info.Confinement == "" {
 		info.Confinement = "none"

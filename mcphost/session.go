@@ -40,6 +40,13 @@ type Options struct {
 	// ConfigFile is the path of the agent's config file, if it has one.
 	// Servers cannot write it even when it lies inside the worktree.
 	ConfigFile string
+	// Protect names further paths that no server may write, rename or
+	// replace, as a server table's protect key does: absolute or relative
+	// to the worktree; an entry ending in "/" is a directory, created empty
+	// if missing. The worktree's mcphost.toml and mcphost.lock, every
+	// server's program and the git directory are protected without being
+	// named here.
+	Protect []string
 	// Approver is asked before each call of a tool whose decision is
 	// Approval. Nil: such calls fail with ErrNeedsApproval.
 	Approver Approver
@@ -174,6 +181,9 @@ type ServerInfo struct {
 	Name        string      `json:"name"`
 	State       ServerState `json:"state"`
 	Confinement string      `json:"confinement"`
+	// Network is what the server may reach: "none", "all" (network =
+	// true, or unconfined) or its grant, the destinations joined by ", ".
+	Network string `json:"network"`
 	// Limits says how the server's max_processes, max_memory and max_tmp
 	// are enforced (a cgroup or rlimits, with the numbers); "" when it is
 	// unconfined or not running.
@@ -183,6 +193,9 @@ type ServerInfo struct {
 	Lacks []string `json:"lacks,omitempty"`
 	Tools int      `json:"tools"`
 	Error string   `json:"error,omitempty"`
+	// Widens lists what the server's table grants beyond the default
+	// confinement, for a person to weigh: see Widens. Never nil.
+	Widens []string `json:"widens"`
 	// Protocol is the MCP revision the server negotiated in initialize
 	// (such as "2025-11-25"); "" when it is not running.
 	Protocol string `json:"protocol,omitempty"`
@@ -203,10 +216,15 @@ type ServerInfo struct {
 type Session struct {
 	opts     Options
 	worktree string
-	store    *pin.Store
-	logger   *slog.Logger
-	servers  map[string]*server
-	order    []string
+	// protect are the paths every server's sandbox protects, decided at
+	// Connect: the state directory, the config file, the default config
+	// and lock names, the protect entries that exist and every server's
+	// program files.
+	protect []string
+	store   *pin.Store
+	logger  *slog.Logger
+	servers map[string]*server
+	order   []string
 
 	mu      sync.RWMutex
 	tools   map[string]*toolEntry // by model name
@@ -346,6 +364,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	if err := s.checkStateReach(); err != nil {
 		return nil, err
 	}
+	s.protect = s.protectPaths()
 
 	// Read the pins while the servers start.
 	stateCh := make(chan loadedState, 1)

@@ -17,7 +17,21 @@
 // decoding under the "openai" profile (Tool.StrictProblems["openai"] is
 // present and empty), and explicitly false otherwise, so that no provider
 // default for a missing "strict" applies: a strict schema the API cannot
-// decode strictly fails the whole request.
+// decode strictly fails the whole request (HTTP 400, invalid_request_error),
+// and the model sees none of its tools. OpenAI's documented limits on a
+// strict schema (properties, nesting, enum sizes, characters; see package
+// schema) are per schema, so the "openai" profile already holds every tool
+// within them: a tool over one is sent non-strict. The "openai" strict form
+// says in its descriptions the constraints OpenAI's subset lacks
+// (minLength, maxLength, uniqueItems, formats outside its list), which
+// mcphost enforces on every call.
+//
+// OpenAI documents no limit on the number of strict tools in a request, but
+// refuses a request with more than 128 tools in all (HTTP 400,
+// "array_above_max_length"; reported by many MCP hosts, e.g.
+// zed-industries/zed#32946). ChatTools and ResponsesTools do not drop tools
+// to fit, which would hide tools from the agent without its knowing: an
+// agent with more than 128 tools must choose which to send.
 //
 // # Results
 //

@@ -172,7 +172,7 @@ func lookup(def []byte, v *value, path []string) Field {
 }
 
 // digestDefinition is Digest with the signature checkState wants.
-func digestDefinition(_ string, def json.RawMessage) (string, error) {
+func digestDefinition(_, _ string, def json.RawMessage) (string, error) {
 	return Digest(def)
 }
 

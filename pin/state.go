@@ -23,9 +23,9 @@ const FileName = "mcp-reviewed.json"
 
 // FormatVersion is the version of the state file format this package reads
 // and writes. A file with a higher version is refused, never misread.
-// Version 2 added Instructions and Prompts; version 1 files read as they
-// are (with neither), and Update writes version 2.
-const FormatVersion = 2
+// Version 2 added Tables, version 3 Instructions and Prompts; an older
+// file is read as one without them.
+const FormatVersion = 3
 
 // maxStateSize bounds how much of a state file is read, so that a runaway
 // file cannot exhaust memory. It is far above any real use: ten thousand
@@ -75,6 +75,10 @@ type State struct {
 	Tools map[string]Entry `json:"tools"`
 	// Servers holds server-level pins, keyed by the server's name.
 	Servers map[string]ServerEntry `json:"servers"`
+	// Tables holds reviewed server tables of config files that a server
+	// could have written, keyed by TableKey(config, server): the table's
+	// definition (mcphost.ServerConfig.Definition) and its digest.
+	Tables map[string]Entry `json:"tables"`
 	// Instructions holds the reviewed instructions of each server (the
 	// "instructions" of its initialize result), keyed by the server's
 	// name. The entry's Definition is InstructionsDefinition of the text;
@@ -108,6 +112,13 @@ func InstructionsText(def json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return string(v.kids[0].val.text), true
+}
+
+// TableKey returns the key of a reviewed server table in State.Tables: the
+// server's name, "@", and the config file's absolute path. Server names
+// cannot contain "@", so the key splits unambiguously at its first one.
+func TableKey(config, server string) string {
+	return server + "@" + config
 }
 
 // Entry is the pin of one reviewed tool.
@@ -229,7 +240,7 @@ func readLimited(path string) ([]byte, error) {
 }
 
 func newState() *State {
-	return &State{Version: FormatVersion, Tools: map[string]Entry{}, Servers: map[string]ServerEntry{},
+	return &State{Version: FormatVersion, Tools: map[string]Entry{}, Servers: map[string]ServerEntry{}, Tables: map[string]Entry{},
 		Instructions: map[string]Entry{}, Prompts: map[string]Entry{}}
 }
 
@@ -269,12 +280,24 @@ func parseState(data []byte) (*State, error) {
 	st := newState()
 	// The digest of each definition, computed from the tree already parsed
 	// rather than by parsing each definition again.
-	digests := map[string]string{}
+	var digests, tableDigests, insDigests, promptDigests map[string]string
 	for _, m := range root.kids {
 		switch string(m.key) {
 		case "version":
-		case "tools", "instructions", "prompts":
-			if err = decodeEntries(st.entries(string(m.key)), string(m.key), data, &m.val, digests); err != nil {
+		case "tools":
+			if digests, err = decodeEntries(st.Tools, "tools", data, &m.val, digests); err != nil {
+				return nil, err
+			}
+		case "tables":
+			if tableDigests, err = decodeEntries(st.Tables, "tables", data, &m.val, tableDigests); err != nil {
+				return nil, err
+			}
+		case "instructions":
+			if insDigests, err = decodeEntries(st.Instructions, "instructions", data, &m.val, insDigests); err != nil {
+				return nil, err
+			}
+		case "prompts":
+			if promptDigests, err = decodeEntries(st.Prompts, "prompts", data, &m.val, promptDigests); err != nil {
 				return nil, err
 			}
 		case "servers":
@@ -285,9 +308,10 @@ func parseState(data []byte) (*State, error) {
 			return nil, fmt.Errorf("unknown field %s", quoteKey(m.key))
 		}
 	}
-	err = checkState(st, func(key string, _ json.RawMessage) (string, error) { return digests[key], nil })
-	if err == nil && version < 2 && (len(st.Instructions) > 0 || len(st.Prompts) > 0) {
-		err = errors.New("format version 1 has no \"instructions\" nor \"prompts\"")
+	byField := map[string]map[string]string{"tools": digests, "tables": tableDigests, "instructions": insDigests, "prompts": promptDigests}
+	err = checkState(st, func(field, key string, _ json.RawMessage) (string, error) { return byField[field][key], nil })
+	if err == nil && version < 3 && (len(st.Instructions) > 0 || len(st.Prompts) > 0) {
+		err = fmt.Errorf("format version %d has no \"instructions\" nor \"prompts\"", version)
 	}
 	if err != nil {
 		return nil, err
@@ -306,32 +330,24 @@ func parseVersion(v *value) (int64, error) {
 	return n, nil
 }
 
-// entries returns the map of st that the top-level field name holds.
-func (st *State) entries(name string) map[string]Entry {
-	switch name {
-	case "tools":
-		return st.Tools
-	case "instructions":
-		return st.Instructions
-	}
-	return st.Prompts
-}
-
-// decodeEntries decodes the object of entries named name, parsed from data,
-// into dst and adds the digest of each entry's definition to digests, keyed
-// by name, a slash and the entry's key.
-func decodeEntries(dst map[string]Entry, name string, data []byte, v *value, digests map[string]string) error {
+// decodeEntries decodes the object of entries named field ("tools" or
+// "tables"), parsed from data, into into and returns the digest of each
+// entry's definition, in digests (made if nil).
+func decodeEntries(into map[string]Entry, field string, data []byte, v *value, digests map[string]string) (map[string]string, error) {
 	if v.kind == kindNull {
-		return nil
+		return digests, nil
 	}
 	if v.kind != kindObject {
-		return fmt.Errorf("%q is not an object", name)
+		return nil, fmt.Errorf("%q is not an object", field)
+	}
+	if digests == nil {
+		digests = make(map[string]string, len(v.kids))
 	}
 	var buf []byte
 	for _, m := range v.kids {
-		where := name + "[" + quoteKey(m.key) + "]"
+		where := field + "[" + quoteKey(m.key) + "]"
 		if m.val.kind != kindObject {
-			return fmt.Errorf("%s is not an object", where)
+			return nil, fmt.Errorf("%s is not an object", where)
 		}
 		var e Entry
 		var seen [3]bool
@@ -339,39 +355,39 @@ func decodeEntries(dst map[string]Entry, name string, data []byte, v *value, dig
 			switch string(f.key) {
 			case "digest":
 				if f.val.kind != kindString {
-					return fmt.Errorf("%s.digest is not a string", where)
+					return nil, fmt.Errorf("%s.digest is not a string", where)
 				}
 				e.Digest = string(f.val.text)
 				seen[0] = true
 			case "definition":
 				if f.val.kind != kindObject {
-					return fmt.Errorf("%s.definition is not an object", where)
+					return nil, fmt.Errorf("%s.definition is not an object", where)
 				}
 				e.Definition = slices.Clone(data[f.start:f.end])
-				buf, digests[name+"/"+string(m.key)] = digestTree(buf, &f.val)
+				buf, digests[string(m.key)] = digestTree(buf, &f.val)
 				seen[1] = true
 			case "reviewed_at":
 				if f.val.kind != kindString {
-					return fmt.Errorf("%s.reviewed_at is not a string", where)
+					return nil, fmt.Errorf("%s.reviewed_at is not a string", where)
 				}
 				t, err := time.Parse(time.RFC3339Nano, string(f.val.text))
 				if err != nil {
-					return fmt.Errorf("%s.reviewed_at: %w", where, err)
+					return nil, fmt.Errorf("%s.reviewed_at: %w", where, err)
 				}
 				e.ReviewedAt = t
 				seen[2] = true
 			default:
-				return fmt.Errorf("%s has an unknown field %s", where, quoteKey(f.key))
+				return nil, fmt.Errorf("%s has an unknown field %s", where, quoteKey(f.key))
 			}
 		}
 		for i, name := range [...]string{"digest", "definition", "reviewed_at"} {
 			if !seen[i] {
-				return fmt.Errorf("%s has no %q", where, name)
+				return nil, fmt.Errorf("%s has no %q", where, name)
 			}
 		}
-		dst[string(m.key)] = e
+		into[string(m.key)] = e
 	}
-	return nil
+	return digests, nil
 }
 
 func decodeServers(st *State, v *value) error {
@@ -422,43 +438,77 @@ func decodeServers(st *State, v *value) error {
 // is of the definition that was actually pinned. Load and Update both use
 // it: Update never writes a file that Load would refuse. digestOf returns
 // the digest of the definition of the entry with the given key.
-func checkState(st *State, digestOf func(key string, def json.RawMessage) (string, error)) error {
-	for _, set := range []struct {
-		name    string
-		m       map[string]Entry
-		keyword string // what the key names after the server, "" for the server alone
-	}{{"tools", st.Tools, "tool"}, {"instructions", st.Instructions, ""}, {"prompts", st.Prompts, "prompt"}} {
-		for _, k := range sortedKeys(set.m) {
-			e := set.m[k]
-			where := set.name + "[" + quoteKey([]byte(k)) + "]"
-			if set.keyword == "" {
-				if k == "" || strings.Contains(k, "/") {
-					return fmt.Errorf("%s: not a server name", where)
-				}
-			} else if server, rest, ok := strings.Cut(k, "/"); !ok || server == "" || rest == "" {
-				return fmt.Errorf("%s: key is not \"server/%s\"", where, set.keyword)
-			}
-			if !validDigest(e.Digest) {
-				return fmt.Errorf("%s: digest %s has an unknown format, want %q and 64 lower case hex digits",
-					where, quoteKey([]byte(e.Digest)), DigestPrefix)
-			}
-			d, err := digestOf(set.name+"/"+k, e.Definition)
-			if err != nil {
-				return fmt.Errorf("%s: definition is not an acceptable JSON object: %s", where, errString(err))
-			}
-			if d != e.Digest {
-				return fmt.Errorf("%s: digest does not match the definition (the definition's digest is %s)", where, d)
-			}
-			if set.keyword == "" {
-				if _, ok := InstructionsText(e.Definition); !ok {
-					return fmt.Errorf("%s: definition is not {\"instructions\": text}", where)
-				}
-			}
-			if e.ReviewedAt.IsZero() {
-				return fmt.Errorf("%s: reviewed_at is missing", where)
-			}
+func checkState(st *State, digestOf func(field, key string, def json.RawMessage) (string, error)) error {
+	if err := checkEntries(st.Tools, "tools", digestOf, func(k string) error {
+		server, tool, ok := strings.Cut(k, "/")
+		if !ok || server == "" || tool == "" {
+			return errors.New("key is not \"server/tool\"")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := checkEntries(st.Tables, "tables", digestOf, func(k string) error {
+		server, config, ok := strings.Cut(k, "@")
+		if !ok || server == "" || strings.Contains(server, "/") || !strings.HasPrefix(config, "/") {
+			return errors.New("key is not \"server@/absolute/config/path\"")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := checkEntries(st.Instructions, "instructions", digestOf, func(k string) error {
+		if k == "" || strings.Contains(k, "/") {
+			return errors.New("not a server name")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range sortedKeys(st.Instructions) {
+		if _, ok := InstructionsText(st.Instructions[k].Definition); !ok {
+			return fmt.Errorf("instructions[%s]: definition is not {\"instructions\": text}", quoteKey([]byte(k)))
 		}
 	}
+	if err := checkEntries(st.Prompts, "prompts", digestOf, func(k string) error {
+		server, prompt, ok := strings.Cut(k, "/")
+		if !ok || server == "" || prompt == "" {
+			return errors.New("key is not \"server/prompt\"")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return checkServers(st)
+}
+
+// checkEntries checks the entries of one field of the state.
+func checkEntries(entries map[string]Entry, field string, digestOf func(field, key string, def json.RawMessage) (string, error), checkKey func(string) error) error {
+	for _, k := range sortedKeys(entries) {
+		e := entries[k]
+		where := field + "[" + quoteKey([]byte(k)) + "]"
+		if err := checkKey(k); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if !validDigest(e.Digest) {
+			return fmt.Errorf("%s: digest %s has an unknown format, want %q and 64 lower case hex digits",
+				where, quoteKey([]byte(e.Digest)), DigestPrefix)
+		}
+		d, err := digestOf(field, k, e.Definition)
+		if err != nil {
+			return fmt.Errorf("%s: definition is not an acceptable JSON object: %s", where, errString(err))
+		}
+		if d != e.Digest {
+			return fmt.Errorf("%s: digest does not match the definition (the definition's digest is %s)", where, d)
+		}
+		if e.ReviewedAt.IsZero() {
+			return fmt.Errorf("%s: reviewed_at is missing", where)
+		}
+	}
+	return nil
+}
+
+func checkServers(st *State) error {
 	for _, k := range sortedKeys(st.Servers) {
 		e := st.Servers[k]
 		where := "servers[" + quoteKey([]byte(k)) + "]"
@@ -546,6 +596,9 @@ func (s *Store) Update(fn func(*State) error) error {
 	}
 	if st.Servers == nil {
 		st.Servers = map[string]ServerEntry{}
+	}
+	if st.Tables == nil {
+		st.Tables = map[string]Entry{}
 	}
 	if st.Instructions == nil {
 		st.Instructions = map[string]Entry{}

@@ -194,6 +194,7 @@ func TestLoadCorrupt(t *testing.T) {
 		"tool_key_empty_tool":      `not "server/tool"`,
 		"tool_key_no_server":       `not "server/tool"`,
 		"tools_array":              `"tools" is not an object`,
+		"tables_bad_key":           `key is not "server@/absolute/config/path"`,
 		"trailing_data":            "after the object",
 		"truncated":                "unexpected end of input",
 		"unknown_entry_field":      `unknown field "approved"`,
@@ -251,14 +252,14 @@ func assertUpdateRefused(t *testing.T, s *Store, data []byte, want error) {
 }
 
 func TestLoadFutureVersion(t *testing.T) {
-	for _, name := range []string{"v3", "v99_other_types"} {
+	for _, name := range []string{"v4", "v99_other_types"} {
 		t.Run(name, func(t *testing.T) {
 			s, data := installState(t, "state/future/"+name+".json")
 			_, err := s.Load()
 			if !errors.Is(err, ErrFutureVersion) || errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Load error = %v, want ErrFutureVersion only", err)
 			}
-			for _, w := range []string{filepath.Join(s.Dir, FileName), "reads up to 2", "upgrade"} {
+			for _, w := range []string{filepath.Join(s.Dir, FileName), "reads up to 3", "upgrade"} {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
@@ -582,6 +583,36 @@ func BenchmarkLoad(b *testing.B) {
 	}
 }
 
+func TestTablesRoundTrip(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	def := json.RawMessage(`{"name":"notes","command":["bin/notes"]}`)
+	e, err := NewEntry(def, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := TableKey("/w/mcphost.toml", "notes")
+	if err := s.Update(func(st *State) error { st.Tables[key] = e; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Tables[key]; got.Digest != e.Digest || !json.Valid(got.Definition) {
+		t.Errorf("Tables[%q] = %+v; want %+v", key, got, e)
+	}
+	// A forged digest is refused like a tool's.
+	err = s.Update(func(st *State) error {
+		bad := st.Tables[key]
+		bad.Definition = json.RawMessage(`{"name":"notes","command":["evil"]}`)
+		st.Tables[key] = bad
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "digest does not match") {
+		t.Errorf("Update with a forged table: %v", err)
+	}
+}
+
 // TestInstructionsAndPrompts: the version 2 maps round-trip, and what does
 // not match its digest or is not of its form is refused by Update and Load.
 func TestInstructionsAndPrompts(t *testing.T) {
@@ -614,8 +645,8 @@ func TestInstructionsAndPrompts(t *testing.T) {
 		t.Fatalf("Load = %+v, want the entries written", st)
 	}
 	data, _ := os.ReadFile(filepath.Join(s.Dir, FileName))
-	if !bytes.Contains(data, []byte(`"version": 2`)) {
-		t.Errorf("written file is not version 2:\n%s", data)
+	if !bytes.Contains(data, []byte(`"version": 3`)) {
+		t.Errorf("written file is not version 3:\n%s", data)
 	}
 
 	wrongDigest := prompt
@@ -639,11 +670,11 @@ func TestInstructionsAndPrompts(t *testing.T) {
 		})
 	}
 
-	// A version 1 file has neither map: one that claims to is not trusted.
-	v1 := bytes.Replace(data, []byte(`"version": 2`), []byte(`"version": 1`), 1)
+	// A version 2 file has neither map: one that claims to is not trusted.
+	v1 := bytes.Replace(data, []byte(`"version": 3`), []byte(`"version": 2`), 1)
 	os.WriteFile(filepath.Join(s.Dir, FileName), v1, 0o600)
 	if _, err := s.Load(); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("Load of a version 1 file with instructions = %v, want ErrCorrupt", err)
+		t.Errorf("Load of a version 2 file with instructions = %v, want ErrCorrupt", err)
 	}
 	// A changed byte of the pinned text is caught.
 	tampered := bytes.Replace(data, []byte("the notes"), []byte("the keys!"), 1)

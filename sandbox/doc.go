@@ -90,13 +90,31 @@
 // bound read-only onto themselves, and the directories between them and
 // their writable root onto themselves, so that they can be neither written
 // (EROFS) nor renamed, removed or replaced (EBUSY). Granting / keeps the
-// host's tree as the view.
+// host's tree as the view. Besides Config.Protect, Start protects this way,
+// when they lie in a writable path, the server's own program files
+// (Programs: its program, "#!" interpreters, the script a known
+// interpreter runs) and, unless Config.WritableGit, the repository's git
+// directory: the .git git would find from the worktree and, for a ".git"
+// file, the git dir and common dir it names.
+//
+// Symbolic links. A Read or Write path, the program, an interpreter or the
+// script that goes through a symbolic link whose own location lies in a
+// writable path (the worktree, TMPDIR, the Write paths, Config.PeerWrite)
+// is refused with a *LinkError (ErrLinkedPath): whoever may write there
+// could have planted the link or could swap it. The helper opens every
+// granted path by descriptor refusing symbolic links (openat2 with
+// RESOLVE_NO_SYMLINKS) and mounts and adds Landlock rules by descriptor, so
+// a link swapped in after the host's check is refused too.
 //
 // Network namespace and seccomp. With Network false the server gets a new
 // network namespace with only a loopback that is down, and a seccomp filter
 // that fails socket(2) for any family but AF_UNIX with EAFNOSUPPORT (TCP,
 // UDP, MPTCP, raw, packet, netlink). With Network true it shares the host's
-// network. The filter also refuses io_uring, whose operations bypass the
+// network. With a Proxy (network by name) it keeps the empty namespace, but
+// the helper brings its loopback up and listens on 127.0.0.1:ProxyPort,
+// handing the listening socket to the host, whose Proxy serves every
+// connection; the server's proxy variables point there, and the filter also
+// allows TCP sockets of AF_INET and AF_INET6 (not UDP, MPTCP or raw). The filter also refuses io_uring, whose operations bypass the
 // system calls a filter sees, the kernel keyring calls (keyrings are not
 // covered by these namespaces and can hold credentials), and system calls
 // of a foreign ABI (32-bit and x32 calls on amd64), whose numbers differ,
@@ -117,7 +135,8 @@
 // particular not the home directory unless a Read path grants part of it.
 // The best ABI of the kernel is used, and rights an older ABI lacks are
 // dropped (without REFER, ABI 1, renames across directories fail with
-// EXDEV). From ABI 4 TCP is also denied with Network false; from ABI 6 the
+// EXDEV). From ABI 4 TCP is also denied with Network false (with a Proxy,
+// all but connecting to its port); from ABI 6 the
 // server can neither signal processes outside the sandbox nor reach
 // abstract unix sockets created outside it; from ABI 9 it can connect only
 // to pathname unix sockets beneath its writable paths.
@@ -187,6 +206,14 @@
 //
 // # What is not covered
 //
+//   - A path that does not exist cannot be protected: a server can create
+//     it (a planted config is answered by the CLI's review of server tables
+//     instead). So a worktree with no .git anywhere above it can be given
+//     one by a server, which git run there would then use; a program that
+//     does not exist yet, or a file a server creates in a writable PATH
+//     directory ahead of the real program, is not covered; nor is what a
+//     script loads besides itself (node_modules, imports), nor GIT_DIR set
+//     in the person's environment.
 //   - A protected file stays protected while the host leaves it in place.
 //     When something outside the sandbox replaces it (renames a new file
 //     over it, as editors and atomic writers do), the kernel detaches the
@@ -205,7 +232,8 @@
 //     mcphost-NAME-* beneath its own: they stay behind.
 //   - Without a cgroup (an ordinary user's host, or a root host that cannot
 //     make one), memory is bounded per process, not for the server as a
-//     whole, and a root host's servers then have no process bound (they
+//     whole, and only its private data (RLIMIT_DATA): shared memory (a
+//     memfd, MAP_SHARED, its two tmpfs mounts) is not bounded at all, and a root host's servers then have no process bound (they
 //     share ServerID, whose RLIMIT_NPROC would count them together). CPU
 //     time and disk space in the worktree and Write paths are not bounded.
 //   - When an RLIMIT_NPROC stands in and the server has reached it, the
@@ -214,7 +242,17 @@
 //   - The seccomp filter denies a short list; it is not an allowlist that
 //     would shrink the kernel's attack surface. Kernel bugs are out of scope.
 //   - System configuration in /etc, hardware details in /sys and the
-//     namespace's own /proc are readable, and their existence visible.
+//     namespace's own /proc are readable, and their existence visible;
+//     so are the host's cgroup paths (/proc/self/cgroup, the other
+//     servers' cgroups under /sys/fs/cgroup) and, in mountinfo, where each
+//     bound path comes from.
+//   - A granted path is used as its owner may, root included: a root
+//     host's server reads a root-only file under a read grant owned by
+//     root (the person granted it). Root-only files elsewhere are closed.
+//   - A hard link to a protected file made before it was protected would
+//     let a server write it through the other name: Start refuses a
+//     protected file with more than one name (in a protected directory,
+//     the files two levels down, git's objects, refs and logs aside).
 //   - Paths are resolved through symbolic links on the host: the server sees
 //     the real paths of its worktree and grants. Programs that load files
 //     relative to themselves from outside their own directory need a Read

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"reflect"
 	"sort"
 	"strconv"
@@ -194,6 +195,34 @@ func FuzzBuildEnv(f *testing.F) {
 			default:
 				t.Fatalf("%s reached the server", k)
 			}
+		}
+	})
+}
+
+func FuzzParseGitFile(f *testing.F) {
+	for _, s := range []string{
+		"gitdir: ../main/.git/worktrees/wt\n", "gitdir: /abs/path\r\n", "gitdir: \n", "gitdir:x", "",
+		"gitdir: a\x00b", "gitdir: a\nb\n", "../..\n", "gitdir: " + strings.Repeat("a/", 3000),
+	} {
+		f.Add([]byte(s), s != "../..\n")
+	}
+	f.Fuzz(func(t *testing.T, content []byte, gitfile bool) {
+		prefix := ""
+		if gitfile {
+			prefix = "gitdir: "
+		}
+		p, err := parseGitFile(content, prefix, "/wt")
+		if err != nil {
+			if !errors.Is(err, errBadGitFile) {
+				t.Fatalf("error %v does not wrap errBadGitFile", err)
+			}
+			return
+		}
+		if !isCanonical(p) {
+			t.Fatalf("path %q is not clean and absolute", p)
+		}
+		if len(content) > maxGitFileLen || strings.ContainsAny(p, "\x00\r\n") {
+			t.Fatalf("accepted %q as %q", content, p)
 		}
 	})
 }

@@ -143,8 +143,11 @@ func confinement(abi int, s *spec, userNS bool) string {
 		return strings.Join(append(parts, "reduced"), "+")
 	}
 	parts = append(parts, "pidns", "mntns", "ipcns")
-	if !s.Network {
+	switch s.access() {
+	case netNone:
 		parts = append(parts, "netns")
+	case netProxy:
+		parts = append(parts, "netns", "proxy")
 	}
 	return strings.Join(parts, "+")
 }
@@ -202,6 +205,12 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 	if err := applyMounts(plan, idmapped); err != nil {
 		h.fail(err)
 		return exitNoConfin
+	}
+	if s.Proxy != 0 {
+		if err := openProxyListener(helperIdmapFD+len(s.Idmap), s.Proxy); err != nil {
+			h.fail(failedStep("the network proxy's listener", err))
+			return exitNoConfin
+		}
 	}
 	rules, err := openRules(s)
 	if err != nil {
@@ -304,11 +313,16 @@ func confineAndStart(s *spec, rules []llRule, abi int) (int, error) {
 	if err := dropCapabilities(s.RunAs); err != nil {
 		return 0, unsupportedStep("dropping capabilities", err)
 	}
-	rs, err := newRuleset(abi, s.Network)
+	rs, err := newRuleset(abi, s.access())
 	if err != nil {
 		return 0, unsupportedStep("landlock", err)
 	}
 	defer rs.close()
+	if s.access() == netProxy {
+		if err := rs.allowConnect(s.Proxy); err != nil {
+			return 0, unsupportedStep("landlock", err)
+		}
+	}
 	for _, r := range rules {
 		if err := rs.add(r); err != nil {
 			return 0, unsupportedStep("landlock", err)
@@ -319,8 +333,11 @@ func confineAndStart(s *spec, rules []llRule, abi int) (int, error) {
 	}
 	// The reduced tier has no mount namespace to keep unix sockets out of
 	// reach; below ABI 9 Landlock does not either.
-	pathUnix := !s.Reduced || abi >= 9
-	if err := installSeccomp(s.Network, pathUnix); err != nil {
+	if err := installSeccomp(filterOptions{
+		net:            s.access(),
+		pathUnix:       !s.Reduced || abi >= 9,
+		ownProcessOnly: s.Reduced,
+	}); err != nil {
 		return 0, unsupportedStep("seccomp", err)
 	}
 	if s.Probe {

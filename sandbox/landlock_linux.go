@@ -103,19 +103,21 @@ type llRule struct {
 
 // llRuleset is a Landlock ruleset being built.
 type llRuleset struct {
-	fd      int
-	abi     int
-	handled uint64
+	fd         int
+	abi        int
+	handled    uint64
+	handledNet uint64
 }
 
-// newRuleset creates a ruleset for ABI abi. With network false it also
-// handles TCP bind and connect (ABI 4+) with no rule allowing any port; it
-// always scopes abstract unix sockets and signals to the domain (ABI 6+).
-func newRuleset(abi int, network bool) (*llRuleset, error) {
+// newRuleset creates a ruleset for ABI abi. Without the host's network it
+// also handles TCP bind and connect (ABI 4+), with no rule allowing any
+// port (allowConnect adds the proxy's); it always scopes abstract unix
+// sockets and signals to the domain (ABI 6+).
+func newRuleset(abi int, net netAccess) (*llRuleset, error) {
 	attr := llRulesetAttr{handledFS: llHandledFS(abi)}
 	size := unsafe.Sizeof(attr.handledFS)
 	if abi >= 4 {
-		if !network {
+		if net != netHost {
 			attr.handledNet = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
 		}
 		size = unsafe.Offsetof(attr.scoped)
@@ -128,7 +130,32 @@ func newRuleset(abi int, network bool) (*llRuleset, error) {
 	if errno != 0 {
 		return nil, fmt.Errorf("landlock_create_ruleset: %w", errno)
 	}
-	return &llRuleset{fd: int(fd), abi: abi, handled: attr.handledFS}, nil
+	return &llRuleset{fd: int(fd), abi: abi, handled: attr.handledFS, handledNet: attr.handledNet}, nil
+}
+
+// llNetPortAttr is struct landlock_net_port_attr (ABI 4+), not in x/sys.
+type llNetPortAttr struct {
+	allowedAccess uint64
+	port          uint64
+}
+
+// llRuleNetPort is LANDLOCK_RULE_NET_PORT.
+const llRuleNetPort = 2
+
+// allowConnect allows TCP connections to port (any address: the server's
+// network namespace has only its loopback). Below ABI 4 Landlock cannot
+// restrict TCP and this does nothing: the namespace and seccomp remain.
+func (rs *llRuleset) allowConnect(port int) error {
+	if rs.handledNet&unix.LANDLOCK_ACCESS_NET_CONNECT_TCP == 0 {
+		return nil
+	}
+	attr := llNetPortAttr{allowedAccess: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, port: uint64(port)}
+	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rs.fd), llRuleNetPort,
+		uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("landlock_add_rule net port %d: %w", port, errno)
+	}
+	return nil
 }
 
 // add allows access beneath the path open as fd (or on the file itself).

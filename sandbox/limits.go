@@ -14,7 +14,9 @@ package sandbox
 //     together, its tmpfs pages included) where the host can make one; the
 //     kernel's OOM killer then ends the server, and Process.LimitHit names
 //     the limit. Else RLIMIT_DATA, which bounds each process's data
-//     (private writable memory) on its own: allocations past it fail.
+//     (private writable memory) on its own: allocations past it fail, but
+//     shared memory (a memfd, MAP_SHARED, the tmpfs mounts) is not
+//     bounded.
 //   - Tmp: the server's TMPDIR and its /dev/shm are each a tmpfs of at most
 //     this size: a write past it fails with ENOSPC.
 type Limits struct {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // isUnder reports whether path is root or lies beneath it. Both must be
@@ -62,6 +64,49 @@ func checkAbsPath(what, p string) error {
 		return fmt.Errorf("%s %q is not an absolute path", what, p)
 	}
 	return nil
+}
+
+// linkIn returns the first symbolic link along the clean absolute path p
+// whose own location (its parent directory, resolved, and its name) lies at
+// or beneath one of roots, and that root; "" when there is none. Such a link
+// could be replaced by whoever may write that root, whatever it points to
+// now. The walk stops at the first component that does not exist.
+func linkIn(p string, roots []string) (link, root string, err error) {
+	cur := "/"
+	for _, part := range splitPath(p) {
+		cur = filepath.Join(cur, part)
+		st, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", "", nil
+		}
+		if err != nil {
+			return "", "", err
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		d, err := filepath.EvalSymlinks(filepath.Dir(cur))
+		if err != nil {
+			return "", "", err
+		}
+		loc := filepath.Join(d, part)
+		for _, r := range roots {
+			if isUnder(loc, r) {
+				return cur, r, nil
+			}
+		}
+	}
+	return "", "", nil
+}
+
+// splitPath returns the components of a clean absolute path.
+func splitPath(p string) []string {
+	var parts []string
+	for p != "/" && p != "." {
+		parts = append([]string{filepath.Base(p)}, parts...)
+		p = filepath.Dir(p)
+	}
+	return parts
 }
 
 // isCanonical reports whether p is absolute and clean, the form every path
@@ -145,7 +190,7 @@ var errNotFound = errors.New("executable file not found")
 // which the server itself may write. A file containing a slash is taken
 // relative to dir. The result is absolute and clean but not resolved
 // through symbolic links.
-func lookPath(file, pathEnv, dir string) (string, error) {
+func lookPath(file, pathEnv, dir string, untrusted []string) (string, error) {
 	if strings.Contains(file, "/") {
 		p := file
 		if !filepath.IsAbs(p) {
@@ -160,14 +205,27 @@ func lookPath(file, pathEnv, dir string) (string, error) {
 	if pathEnv == "" {
 		return "", fmt.Errorf("%q: %w: the server's environment has no PATH", file, errNotFound)
 	}
+	var skipped string
 	for _, d := range filepath.SplitList(pathEnv) {
 		if !filepath.IsAbs(d) {
 			continue
 		}
 		p := filepath.Join(d, file)
-		if checkExecutable(p) == nil {
-			return p, nil
+		if checkExecutable(p) != nil {
+			continue
 		}
+		// A PATH directory a server may write lets it put a program of its
+		// own ahead of the real one, for this server or the next.
+		if real, err := filepath.EvalSymlinks(d); err != nil || underAny(real, untrusted) {
+			if skipped == "" {
+				skipped = p
+			}
+			continue
+		}
+		return p, nil
+	}
+	if skipped != "" {
+		return "", fmt.Errorf("%q: %w in PATH but in %s, a directory that servers may write (one could have put it there); name the program by its path in command (e.g. \"./%s\" relative to the worktree, or an absolute path) so that mcphost protects it", file, errNotFound, filepath.Dir(skipped), file)
 	}
 	return "", fmt.Errorf("%q: %w in PATH %q", file, errNotFound, pathEnv)
 }
@@ -190,11 +248,22 @@ func checkExecutable(p string) error {
 
 // readHead returns up to n bytes from the start of the file at p.
 func readHead(p string, n int) ([]byte, error) {
-	f, err := os.Open(p)
+	// Not blocking, and only a regular file: a FIFO (or a terminal) a
+	// server put in place of a script or interpreter would otherwise hang
+	// the start, or read what the person types.
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v)", p, st.Mode().Type())
+	}
 	buf := make([]byte, n)
 	m, err := io.ReadFull(f, buf)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
@@ -210,7 +279,7 @@ func readHead(p string, n int) ([]byte, error) {
 // program is reached by its own path (lexical) or only through its
 // resolved form. Errors reading a script are returned; an interpreter that
 // does not exist is skipped, because the exec will fail with a clear error.
-func execChain(exe, pathEnv string) ([]execEntry, error) {
+func execChain(exe, pathEnv string, untrusted []string) ([]execEntry, error) {
 	chain := []execEntry{{path: exe}}
 	cur := exe
 	for depth := 0; depth < maxInterpreterDepth; depth++ {
@@ -234,7 +303,7 @@ func execChain(exe, pathEnv string) ([]execEntry, error) {
 			if !ok {
 				return chain, nil
 			}
-			p, err := lookPath(prog, pathEnv, "/")
+			p, err := lookPath(prog, pathEnv, "/", untrusted)
 			if err != nil {
 				return chain, nil
 			}

@@ -55,11 +55,28 @@ type Config struct {
 	Write []string
 	// Protect are absolute paths that must stay unwritable and
 	// unreplaceable by the server even when they lie inside Worktree or a
-	// Write path (the state directory, the agent's config file). Inside a
-	// writable path a protected path must already exist; outside every
-	// writable path nothing is needed, and a path that does not exist is
-	// fine. See the package documentation for what this does not cover.
+	// Write path (the state directory, the agent's config file, other
+	// servers' programs). Inside a writable path a protected path must
+	// already exist; outside every writable path nothing is needed, and a
+	// path that does not exist is fine. Start also protects, without being
+	// told, the server's own program files (see Programs) and, unless
+	// WritableGit, the git directory. See the package documentation for
+	// what this does not cover.
 	Protect []string
+	// WritableGit leaves the repository's git directory as writable as
+	// the path it lies in. By default (false) it is read-only to the
+	// server, like a Protect path: the ".git" of Worktree or of its
+	// nearest ancestor that has one and, when that ".git" is a file
+	// ("gitdir: ..."), the git directory it names and that directory's
+	// common directory, wherever they lie in a writable path. A server
+	// that can write them can make git run its code on the host (hooks,
+	// core.fsmonitor), so this is a grant to show as a risk.
+	WritableGit bool
+	// PeerWrite are paths that other servers of the same host may write.
+	// A Read or Write path, the program or its script going through a
+	// symbolic link that lies there (or in Worktree, TMPDIR or a Write
+	// path) is refused with an error wrapping ErrLinkedPath.
+	PeerWrite []string
 	// Network false (the default) gives the server no network at all:
 	// no TCP, UDP, MPTCP, raw, packet or netlink socket, only unix
 	// sockets. True gives it the host's network.
@@ -69,9 +86,20 @@ type Config struct {
 	// namespaces (`sandbox = "full"`). See Process.Lacks for what that
 	// tier lacks.
 	RequireFull bool
+	// Proxy, when not nil and Network is false, gives the server the
+	// network through Proxy alone: the server keeps its empty network
+	// namespace, whose loopback is brought up with one listener on
+	// 127.0.0.1:ProxyPort, and every connection to it is served by
+	// Proxy.Serve (in a goroutine of the host, from Start until Close).
+	// The server's environment points HTTP_PROXY, HTTPS_PROXY, ALL_PROXY
+	// (both cases), NODE_USE_ENV_PROXY and npm's proxy settings there,
+	// over Env; seccomp lets it make TCP sockets (no UDP, raw or other
+	// family) and Landlock (ABI 4+) lets it connect to that port only and
+	// bind none. What the proxy lets through is the Proxy's business.
+	Proxy Proxy
 	// Off runs the server unconfined: only the scrubbed environment, the
 	// private TMPDIR and the lifetime guarantees remain (Read, Write,
-	// Protect and Network are ignored). It is the user's explicit
+	// Protect, Network and Proxy are ignored). It is the user's explicit
 	// `sandbox = "off"`, a risk; Confinement then reports "none".
 	Off bool
 	// Limits bound the server's processes, memory and temporary space;
@@ -103,6 +131,8 @@ type Process struct {
 	reportDone chan struct{} // closed when the helper's reports are read
 	exited     chan struct{} // closed when the helper process has been waited for
 	stderrDone chan struct{} // closed when the stderr copy ends; nil without one
+	proxyL     io.Closer     // the listener Config.Proxy serves; nil without one
+	proxyDone  chan struct{} // closed when Config.Proxy.Serve returned
 
 	mu         sync.Mutex
 	reported   string // how the server ended, as the helper reported it
@@ -207,6 +237,16 @@ func (p *Process) close(grace time.Duration) error {
 	// started is left, the helper included.
 	if err := p.waitExited(); err != nil {
 		errs = append(errs, err)
+	}
+	if p.proxyL != nil {
+		// Nothing of the server is left to connect: Serve ends and
+		// closes the connections it had.
+		p.proxyL.Close()
+		select {
+		case <-p.proxyDone:
+		case <-time.After(killWait):
+			errs = append(errs, fmt.Errorf("its network proxy did not stop within %v", killWait))
+		}
 	}
 	if p.stderrDone != nil {
 		select {

@@ -88,6 +88,12 @@ func reduce(sp *spec) error {
 	if abi < minReducedABI {
 		return fmt.Errorf("the reduced tier needs Landlock ABI %d (Linux 6.2) or later; this kernel has ABI %d", minReducedABI, abi)
 	}
+	if sp.Proxy != 0 {
+		// Without a network namespace of its own the server would share
+		// the host's, where its proxy port is any host's port 3128 and
+		// its listener anyone's to use.
+		return errors.New("network by name (a list in network) needs a network namespace of the server's own, which this host cannot create without user namespaces; use network = false, or network = true (the host's whole network), or have an administrator allow unprivileged user namespaces")
+	}
 	sp.Reduced = true
 	sp.Hide, sp.Links, sp.Tmp, sp.TmpSize = nil, nil, "", 0
 	// RLIMIT_NPROC would count every process of the user, not the
@@ -166,9 +172,9 @@ func reducedLacks(abi int, network bool) []string {
 	l := []string{
 		"no PID namespace: the server sees the host's processes and their command lines in /proc (not their memory or environment)",
 		"no mount namespace: paths outside its grants can be seen with stat (not read or written)",
-		"it can change the mode, times and extended attributes of your files outside its grants (Landlock does not mediate them)",
+		"it can change the mode, times and extended attributes of your files, protected ones (.git) included (Landlock does not mediate them)",
 		"no private /dev/shm (it is not granted)",
-		"limits: memory per process only; processes and TMPDIR not bounded",
+		"limits: private memory per process only (shared memory is not bounded); processes and TMPDIR not bounded",
 		"around a protected path (.git, the config) it cannot create, remove or rename entries directly in the directories above it",
 	}
 	if abi < 9 {

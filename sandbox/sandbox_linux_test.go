@@ -375,7 +375,8 @@ func abiOf(conf string) int {
 // sandbox.
 func TestPrivileges(t *testing.T) {
 	conf := requireConfinement(t)
-	s := startHostile(t, Config{Worktree: t.TempDir()})
+	wt := t.TempDir()
+	s := startHostile(t, Config{Worktree: wt})
 	status := s.must("status").Out
 	for field, want := range map[string]string{
 		"CapInh": "0000000000000000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000",
@@ -387,6 +388,8 @@ func TestPrivileges(t *testing.T) {
 		}
 	}
 	ops := []op{
+		{name: "a set-user-ID program", op: "suid", args: []string{"/bin/true", filepath.Join(wt, "suid")}, errnos: []string{"EPERM"}},
+		{name: "a set-group-ID file at creation", op: "create-sgid", args: []string{filepath.Join(wt, "sgid")}, errnos: []string{"EPERM"}},
 		{name: "keyring", op: "keyctl", errnos: []string{"ENOSYS"}},
 		{name: "io_uring", op: "io_uring", errnos: []string{"ENOSYS"}},
 		{name: "controlling terminal", op: "tty"},
@@ -1272,8 +1275,9 @@ func TestReducedTier(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	run := func(t *testing.T, full bool, ops string) ([]string, string, error) {
+	run := func(t *testing.T, full bool, ops string, extra ...string) ([]string, string, error) {
 		args := []string{"-hostile", hostilePath(), "-worktree", wt, "-home", home, "-no-userns", strconv.Itoa(nobody), "-protect", gitDir, "-ops", ops}
+		args = append(args, extra...)
 		if full {
 			args = append(args, "-full")
 		}
@@ -1305,6 +1309,18 @@ func TestReducedTier(t *testing.T) {
 		}
 	})
 
+	t.Run("network by name refused", func(t *testing.T) {
+		_, stderr, err := run(t, false, "[]", "-proxy", "localhost:1")
+		if err == nil {
+			t.Fatal("a server with network by name started in the reduced tier, which has no network namespace")
+		}
+		for _, want := range []string{"network by name", "network namespace", "network = true"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("the error lacks %q: %s", want, stderr)
+			}
+		}
+	})
+
 	ops := fmt.Sprintf(`[
 		{"op":"write","args":[%q]},
 		{"op":"read","args":[%q]},
@@ -1315,12 +1331,15 @@ func TestReducedTier(t *testing.T) {
 		{"op":"write","args":[%q]},
 		{"op":"rename","args":[%q, %q]},
 		{"op":"parent-environ"},
+		{"op":"prlimit-parent"},
+		{"op":"renice-parent"},
+		{"op":"suid","args":["/bin/true", %q]},
 		{"op":"userns"},
 		{"op":"daemon","args":[%q]},
 		{"op":"wait-file","args":[%q]},
 		{"op":"status"}]`,
 		filepath.Join(wt, "src", "new"), secret, filepath.Join(home, "planted"), tcp, bus,
-		filepath.Join(gitDir, "config"), gitDir, filepath.Join(wt, "gone"), beat, beat)
+		filepath.Join(gitDir, "config"), gitDir, filepath.Join(wt, "gone"), filepath.Join(wt, "src", "suid"), beat, beat)
 	lines, stderr, err := run(t, false, ops)
 	if err != nil {
 		t.Fatalf("host fixture: %v\n%s", err, stderr)
@@ -1353,8 +1372,9 @@ func TestReducedTier(t *testing.T) {
 		t.Errorf("it says it lacks only %q", lacks)
 	}
 	names := []string{"write its worktree", "read a secret in HOME", "write /etc", "write HOME", "reach a TCP listener",
-		"reach a unix socket outside its grants", "write the protected .git", "rename the protected .git", "read the helper's environment", "create a user namespace", "leave a daemon", "see it run", "status"}
-	want := []bool{true, false, false, false, false, false, false, false, false, false, true, true, true}
+		"reach a unix socket outside its grants", "write the protected .git", "rename the protected .git", "read the helper's environment",
+		"take the helper's descriptors", "renice the helper", "leave a set-user-ID program", "create a user namespace", "leave a daemon", "see it run", "status"}
+	want := []bool{true, false, false, false, false, false, false, false, false, false, false, false, false, true, true, true}
 	if len(replies) != len(want) {
 		t.Fatalf("replies %q\nstderr: %s", replies, stderr)
 	}
@@ -1364,7 +1384,7 @@ func TestReducedTier(t *testing.T) {
 		}
 	}
 	for _, w := range []string{`NoNewPrivs:\t1`, `Seccomp:\t2`, `CapEff:\t0000000000000000`} {
-		if !strings.Contains(replies[12], w) {
+		if !strings.Contains(replies[15], w) {
 			t.Errorf("status lacks %s", w)
 		}
 	}

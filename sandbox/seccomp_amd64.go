@@ -12,3 +12,10 @@ const (
 	// audit architecture but not its numbering.
 	foreignSyscallBit = 0x40000000
 )
+
+// legacyModeCalls are amd64's path calls that take a file mode and have no
+// counterpart on arm64 (which has only the *at forms): the system call and
+// the index of its mode argument.
+var legacyModeCalls = []modeCall{
+	{unix.SYS_CHMOD, 1}, {unix.SYS_CREAT, 1}, {unix.SYS_OPEN, 2}, {unix.SYS_MKNOD, 1},
+}

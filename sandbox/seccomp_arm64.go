@@ -12,3 +12,6 @@ const (
 	// its audit architecture (32-bit tasks have AUDIT_ARCH_ARM).
 	foreignSyscallBit = 0
 )
+
+// legacyModeCalls is empty: arm64 has only the *at forms.
+var legacyModeCalls []modeCall

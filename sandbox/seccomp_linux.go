@@ -12,7 +12,8 @@ import (
 //   - with the network off, socket(2) only for AF_UNIX: other families fail
 //     with EAFNOSUPPORT even if a server finds a way into a namespace that
 //     has a network (the network namespace alone already leaves it only a
-//     down loopback);
+//     down loopback); with the network through a proxy, also TCP sockets of
+//     AF_INET and AF_INET6, but no UDP, MPTCP, raw, packet or netlink;
 //   - io_uring is refused (ENOSYS), because its operations (IORING_OP_SOCKET,
 //     file opens) do not pass through the system calls the filter sees;
 //   - the kernel keyring calls are refused (ENOSYS): keyrings are not
@@ -20,6 +21,13 @@ import (
 //     can hold credentials;
 //   - system calls of a foreign ABI (32-bit int 0x80, x32) are refused, since
 //     their numbers differ and would slip past the checks above;
+//   - no set-user-ID or set-group-ID bit: chmod, fchmod, fchmodat(2),
+//     open, openat, creat and mknod(at) with S_ISUID or S_ISGID in their
+//     mode fail with EPERM, and openat2, whose mode sits in memory a filter
+//     cannot read, with ENOSYS. The server cannot use such a file itself
+//     (no_new_privs), but on the host a program it left in the worktree,
+//     owned by the worktree's owner (root, for a root host's worktree),
+//     would run with that owner's rights for whoever starts it;
 //   - no new user namespace: unshare(2) and clone(2) with CLONE_NEWUSER fail
 //     with EPERM, and clone3(2), whose flags sit in memory a filter cannot
 //     read, fails with ENOSYS (C libraries and runtimes then fall back to
@@ -40,18 +48,47 @@ const (
 	seccompNrOff   = 0
 	seccompArchOff = 4
 	seccompArg0Off = 16 // low 32 bits on little-endian machines
+	seccompArgSize = 8
 
 	retAllow = unix.SECCOMP_RET_ALLOW
 )
 
+// modeCall is a system call that takes a file mode, and where.
+type modeCall struct {
+	nr  uint32
+	arg int // index of the mode argument
+}
+
+// modeCalls are the calls that set a file's mode bits, everywhere.
+var modeCalls = append([]modeCall{
+	{unix.SYS_FCHMOD, 1}, {unix.SYS_FCHMODAT, 2}, {unix.SYS_FCHMODAT2, 2},
+	{unix.SYS_OPENAT, 3}, {unix.SYS_MKNODAT, 2},
+}, legacyModeCalls...)
+
+// filterOptions choose what the filter refuses beyond the fixed list.
+type filterOptions struct {
+	// net is the network the server gets: none (AF_UNIX only), the
+	// proxy (AF_UNIX, and TCP over AF_INET and AF_INET6), or the host's.
+	net netAccess
+	// pathUnix false refuses socket(AF_UNIX) too (socketpair still
+	// works): the reduced tier's servers, below Landlock ABI 9, would
+	// otherwise reach any listening unix socket they can name, the user's
+	// D-Bus session bus and through it their systemd manager among them.
+	pathUnix bool
+	// ownProcessOnly refuses, with EPERM, the calls that change another
+	// process's limits, priority or scheduling (prlimit64, setpriority,
+	// ioprio_set, sched_set*) for any target but the caller (0): in the
+	// reduced tier, which has no PID namespace, the user's other
+	// processes, the agent and the helper among them, are otherwise
+	// within reach (a CPU limit of 1 s kills the agent; a descriptor limit
+	// of 0 kills the helper and frees the server's orphans).
+	ownProcessOnly bool
+}
+
 func retErrno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e)&unix.SECCOMP_RET_DATA }
 
-// seccompProgram returns the filter for the native architecture. With
-// pathUnix false, socket(2) for AF_UNIX fails with EACCES too (socketpair
-// still works): the reduced tier's servers, below Landlock ABI 9, would
-// otherwise reach any listening unix socket they can name, the user's
-// D-Bus session bus and through it their systemd manager among them.
-func seccompProgram(network, pathUnix bool) []unix.SockFilter {
+// seccompProgram returns the filter for the native architecture.
+func seccompProgram(o filterOptions) []unix.SockFilter {
 	var prog []unix.SockFilter
 	stmt := func(code uint16, k uint32) {
 		prog = append(prog, unix.SockFilter{Code: code, K: k})
@@ -73,7 +110,7 @@ func seccompProgram(network, pathUnix bool) []unix.SockFilter {
 	for _, nr := range []uint32{
 		unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
 		unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY,
-		unix.SYS_CLONE3,
+		unix.SYS_CLONE3, unix.SYS_OPENAT2,
 	} {
 		jump(bpfJeqK, nr, 0, 1)
 		stmt(bpfRetK, retErrno(unix.ENOSYS))
@@ -89,15 +126,65 @@ func seccompProgram(network, pathUnix bool) []unix.SockFilter {
 		stmt(bpfRetK, retErrno(unix.EPERM))
 		stmt(bpfLdAbsW, seccompNrOff)
 	}
-	if !pathUnix {
+	// A mode with S_ISUID or S_ISGID: EPERM.
+	for _, c := range modeCalls {
+		jump(bpfJeqK, c.nr, 0, 5)
+		stmt(bpfLdAbsW, uint32(seccompArg0Off+c.arg*seccompArgSize))
+		stmt(bpfAndK, unix.S_ISUID|unix.S_ISGID)
+		jump(bpfJeqK, 0, 1, 0)
+		stmt(bpfRetK, retErrno(unix.EPERM))
+		stmt(bpfLdAbsW, seccompNrOff)
+	}
+	if o.ownProcessOnly {
+		for _, c := range []modeCall{ // here arg is the index of the pid
+			{unix.SYS_PRLIMIT64, 0}, {unix.SYS_SETPRIORITY, 1}, {unix.SYS_IOPRIO_SET, 1},
+			{unix.SYS_SCHED_SETAFFINITY, 0}, {unix.SYS_SCHED_SETSCHEDULER, 0},
+			{unix.SYS_SCHED_SETPARAM, 0}, {unix.SYS_SCHED_SETATTR, 0},
+			{unix.SYS_MIGRATE_PAGES, 0}, {unix.SYS_MOVE_PAGES, 0},
+		} {
+			jump(bpfJeqK, c.nr, 0, 4)
+			stmt(bpfLdAbsW, uint32(seccompArg0Off+c.arg*seccompArgSize))
+			jump(bpfJeqK, 0, 1, 0)
+			stmt(bpfRetK, retErrno(unix.EPERM))
+			stmt(bpfLdAbsW, seccompNrOff)
+		}
+	}
+	if !o.pathUnix {
 		jump(bpfJeqK, unix.SYS_SOCKET, 0, 4)
 		stmt(bpfLdAbsW, seccompArg0Off)
 		jump(bpfJeqK, unix.AF_UNIX, 0, 1)
 		stmt(bpfRetK, retErrno(unix.EACCES))
 		stmt(bpfLdAbsW, seccompNrOff)
 	}
-	if !network {
+	if o.net == netProxy {
+		// socket(domain, type, protocol): AF_UNIX, or AF_INET and
+		// AF_INET6 with SOCK_STREAM and protocol 0 or TCP (no UDP, no
+		// MPTCP, no raw); anything else fails.
+		const (
+			typeMask = 0xf // SOCK_NONBLOCK and SOCK_CLOEXEC lie above
+			arg1Off  = seccompArg0Off + 8
+			arg2Off  = seccompArg0Off + 16
+		)
+		jump(bpfJeqK, unix.SYS_SOCKET, 0, 12)
+		stmt(bpfLdAbsW, seccompArg0Off)
+		jump(bpfJeqK, unix.AF_UNIX, 8, 0)
+		jump(bpfJeqK, unix.AF_INET, 1, 0)
+		jump(bpfJeqK, unix.AF_INET6, 0, 7)
+		stmt(bpfLdAbsW, arg1Off)
+		stmt(bpfAndK, typeMask)
+		jump(bpfJeqK, unix.SOCK_STREAM, 0, 4)
+		stmt(bpfLdAbsW, arg2Off)
+		jump(bpfJeqK, 0, 1, 0)
+		jump(bpfJeqK, unix.IPPROTO_TCP, 0, 1)
+		stmt(bpfRetK, retAllow)
+		stmt(bpfRetK, retErrno(unix.EAFNOSUPPORT))
+		// socketpair(2) stays unix only, below.
+	}
+	if o.net != netHost {
 		for _, nr := range []uint32{unix.SYS_SOCKET, unix.SYS_SOCKETPAIR} {
+			if nr == unix.SYS_SOCKET && o.net == netProxy {
+				continue
+			}
 			// if nr == socket { load domain; if domain == AF_UNIX allow
 			// else fail } else reload nr and go on.
 			jump(bpfJeqK, nr, 0, 4)
@@ -114,8 +201,8 @@ func seccompProgram(network, pathUnix bool) []unix.SockFilter {
 // installSeccomp loads the filter on the calling thread (no TSYNC: the
 // helper confines one locked thread and starts the server from it). The
 // thread must have no_new_privs set.
-func installSeccomp(network, pathUnix bool) error {
-	prog := seccompProgram(network, pathUnix)
+func installSeccomp(o filterOptions) error {
+	prog := seccompProgram(o)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
 	if errno != 0 {

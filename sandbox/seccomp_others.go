@@ -9,3 +9,5 @@ const (
 	nativeAuditArch   = 0
 	foreignSyscallBit = 0
 )
+
+var legacyModeCalls []modeCall

@@ -42,6 +42,11 @@ type spec struct {
 	Reduced bool `json:"reduced,omitempty"`
 	// Network leaves the host's network reachable.
 	Network bool `json:"network,omitempty"`
+	// Proxy, when not 0, is the port on which the helper listens, on the
+	// loopback of the server's network namespace, for the host's proxy
+	// (Config.Proxy); the listening socket goes to the host over the
+	// socket at descriptor helperIdmapFD+len(Idmap).
+	Proxy int `json:"proxy,omitempty"`
 	// MaxABI, when positive, makes the helper use at most this Landlock
 	// ABI (tests use it to exercise the paths for older kernels).
 	MaxABI int `json:"max_abi,omitempty"`
@@ -84,6 +89,8 @@ type spec struct {
 
 	// idmapFiles are those trees, on the host's side.
 	idmapFiles []*os.File
+	// proxy serves the connections to the proxy port, on the host's side.
+	proxy Proxy
 }
 
 // encodeSpec returns the bytes the host writes to the helper's spec pipe.
@@ -176,6 +183,12 @@ func (s *spec) check() error {
 	}
 	if s.Tmp != "" && !isCanonical(s.Tmp) {
 		return fmt.Errorf("tmp %q is not a clean absolute path", s.Tmp)
+	}
+	if s.Proxy < 0 || s.Proxy > 65535 {
+		return fmt.Errorf("proxy port %d out of range", s.Proxy)
+	}
+	if s.Proxy != 0 && (s.Network || s.Off || s.Reduced) {
+		return errors.New("proxy with the host's network, unconfined or in the reduced tier")
 	}
 	if s.MaxABI < 0 {
 		return fmt.Errorf("negative max_abi %d", s.MaxABI)

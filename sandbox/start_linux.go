@@ -30,6 +30,10 @@ type startOptions struct {
 	// helper, when set, is tried as the helper program in place of the
 	// embedded one.
 	helper string
+	// beforeLaunch, when set, runs after the host has checked and
+	// resolved the config and before the helper starts: tests change the
+	// filesystem there, as another server could.
+	beforeLaunch func()
 }
 
 // Start starts the server cfg describes, confined unless cfg.Off, and
@@ -72,12 +76,20 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		return nil, err
 	}
 	sp.MaxABI = opts.maxABI
+	if opts.beforeLaunch != nil {
+		opts.beforeLaunch()
+	}
 	var cg *cgroup
 	limits := ""
 	if !cfg.Off {
 		if dropsRoot() {
 			if err := runUnprivileged(sp); err != nil {
 				removeAll(tmp)
+				if errors.Is(err, unix.ELOOP) {
+					// A granted path checked a moment ago is now a
+					// symbolic link: someone swapped it in.
+					return nil, invalidConfig(cfg.Name, fmt.Errorf("%w: %v: a granted path became a symbolic link while the server started", ErrLinkedPath, err))
+				}
 				return nil, unsupported(cfg.Name, err.Error()+"; or run the host as an ordinary user")
 			}
 		}
@@ -475,11 +487,16 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 		return nil, invalidConfig(name, fmt.Errorf("worktree %s is not a directory", cfg.Worktree))
 	}
 	pathEnv, _ := envValue(env, "PATH")
-	exe, err := lookPath(cfg.Argv[0], pathEnv, worktree)
+	untrusted := untrustedDirs(worktree, cfg.Write, cfg.PeerWrite)
+	exe, err := lookPath(cfg.Argv[0], pathEnv, worktree, untrusted)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: finding its program: %w", name, err)
 	}
 	exeCanon, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
+	}
+	programs, err := programFiles(cfg.Argv, exe, pathEnv, worktree, untrusted)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
@@ -492,7 +509,18 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 		Network: cfg.Network,
 	}
 	if cfg.Off {
+		// Its grants are ignored, but what it runs must not be replaceable
+		// by the confined servers beside it any more than theirs.
+		roots := append([]string{worktree}, canonicalExisting(append(append([]string(nil), cfg.Write...), cfg.PeerWrite...))...)
+		if err := checkLinks(&Config{}, programs, roots); err != nil {
+			return nil, invalidConfig(name, err)
+		}
 		return s, nil
+	}
+	if cfg.Proxy != nil && !cfg.Network {
+		s.Proxy = ProxyPort
+		s.proxy = cfg.Proxy
+		s.Env = withProxyVars(s.Env)
 	}
 
 	tmpCanon, err := filepath.EvalSymlinks(tmp)
@@ -508,6 +536,12 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 			return nil, invalidConfig(name, err)
 		}
 		write = append(write, c)
+	}
+	// Whoever may write these can replace a symbolic link that lies there
+	// between two starts: no grant and no program may go through one.
+	untrusted = append(append([]string(nil), write...), canonicalExisting(cfg.PeerWrite)...)
+	if err := checkLinks(cfg, programs, untrusted); err != nil {
+		return nil, invalidConfig(name, err)
 	}
 	hide := hideCandidates(hostEnv)
 	homes := canonicalExisting(homeDirs(hostEnv))
@@ -545,15 +579,11 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 			read = append(read, p)
 		}
 	}
-	chain, err := execChain(exe, pathEnv)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
-	}
-	for _, e := range chain {
-		c, err := filepath.EvalSymlinks(e.path)
-		if err != nil {
-			continue
+	for _, e := range programs {
+		if e.script {
+			continue // read through the worktree or a Read path, not granted
 		}
+		c := e.canon
 		grantExec(c)
 		if e.lexical && c != e.path {
 			// The kernel or env(1) opens this one by the path as
@@ -589,10 +619,69 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 			s.Protect = append(s.Protect, c)
 		}
 	}
+	// Its own program files, so that it cannot change what runs as itself
+	// (perhaps with more grants) next time.
+	for _, f := range programs {
+		if !underAny(f.canon, s.Write) {
+			continue // resolved already: nothing writable above it
+		}
+		c, err := protectPath(f.canon, s.Write)
+		if err != nil {
+			return nil, invalidConfig(name, fmt.Errorf("its program: %w", err))
+		}
+		if c != "" {
+			s.Protect = append(s.Protect, c)
+		}
+	}
+	if !cfg.WritableGit {
+		git, err := gitPaths(worktree)
+		if err != nil {
+			return nil, invalidConfig(name, fmt.Errorf("%w (or give the server git = \"write\")", err))
+		}
+		for _, g := range git {
+			c, err := protectPath(g, s.Write)
+			if err != nil {
+				return nil, invalidConfig(name, fmt.Errorf("the repository's git directory: %w (or give the server git = \"write\")", err))
+			}
+			if c != "" {
+				s.Protect = append(s.Protect, c)
+			}
+		}
+	}
+	s.Protect = outermost(s.Protect)
 	if _, err := planMounts(s); err != nil {
 		return nil, invalidConfig(name, err)
 	}
 	return s, nil
+}
+
+// checkLinks refuses a Read or Write path, a program file or a script that
+// goes through a symbolic link lying in one of roots.
+func checkLinks(cfg *Config, programs []programFile, roots []string) error {
+	for _, list := range []struct {
+		field string
+		paths []string
+	}{{"read", cfg.Read}, {"write", cfg.Write}} {
+		for _, p := range list.paths {
+			link, root, err := linkIn(filepath.Clean(p), roots)
+			if err != nil {
+				return fmt.Errorf("%s path %s: %w", list.field, p, err)
+			}
+			if link != "" {
+				return &LinkError{Field: list.field, Path: p, Link: link, Root: root}
+			}
+		}
+	}
+	for _, f := range programs {
+		link, root, err := linkIn(f.path, roots)
+		if err != nil {
+			return fmt.Errorf("command path %s: %w", f.path, err)
+		}
+		if link != "" {
+			return &LinkError{Field: "command", Path: f.path, Link: link, Root: root}
+		}
+	}
+	return nil
 }
 
 // homeDirs are the home directories no writable path may contain.
@@ -623,26 +712,12 @@ func protectPath(q string, write []string) (string, error) {
 	clean := filepath.Clean(q)
 	// A link along the way whose own location is writable could be
 	// replaced by the server, whatever it points to now.
-	p := "/"
-	for _, part := range splitPath(clean) {
-		p = filepath.Join(p, part)
-		st, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("protect path %s: %w", q, err)
-		}
-		if st.Mode()&fs.ModeSymlink == 0 {
-			continue
-		}
-		d, err := filepath.EvalSymlinks(filepath.Dir(p))
-		if err != nil {
-			return "", fmt.Errorf("protect path %s: %w", q, err)
-		}
-		if underAny(filepath.Join(d, part), write) {
-			return "", fmt.Errorf("protect path %s goes through the symbolic link %s, which lies in a writable path where a server could replace it: protect the link's target and have the host use that", q, p)
-		}
+	link, _, err := linkIn(clean, write)
+	if err != nil {
+		return "", fmt.Errorf("protect path %s: %w", q, err)
+	}
+	if link != "" {
+		return "", fmt.Errorf("protect path %s goes through the symbolic link %s, which lies in a writable path where a server could replace it: protect the link's target and have the host use that", q, link)
 	}
 	c, err := filepath.EvalSymlinks(clean)
 	if err != nil {
@@ -673,17 +748,63 @@ func protectPath(q string, write []string) (string, error) {
 	if !underAny(c, write) {
 		return "", nil
 	}
+	if err := checkHardLinks(c); err != nil {
+		return "", fmt.Errorf("protect path %s: %w", q, err)
+	}
 	return c, nil
 }
 
-// splitPath returns the components of a clean absolute path.
-func splitPath(p string) []string {
-	var parts []string
-	for p != "/" && p != "." {
-		parts = append([]string{filepath.Base(p)}, parts...)
-		p = filepath.Dir(p)
+// maxLinkCheck bounds the entries of a protected directory whose link
+// counts are checked.
+const maxLinkCheck = 2000
+
+// checkHardLinks refuses a protected regular file that has another name:
+// a hard link a server made earlier, anywhere it may write, would let it
+// write the file through that name while the protected one is read-only.
+// In a protected directory it checks the files at most two levels down
+// (a git dir's config, hooks and info), leaving out git's object store
+// and its refs and logs, which run nothing and which git itself checks.
+func checkHardLinks(p string) error {
+	st, err := os.Lstat(p)
+	if err != nil {
+		return err
 	}
-	return parts
+	if !st.IsDir() {
+		return singleLink(p, st)
+	}
+	seen := 0
+	return filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: nothing a server could have linked either
+		}
+		if seen++; seen > maxLinkCheck {
+			return filepath.SkipAll
+		}
+		if d.IsDir() {
+			rel, _ := filepath.Rel(p, path)
+			switch {
+			case path == p:
+			case d.Name() == "objects" || d.Name() == "refs" || d.Name() == "logs" || strings.Count(rel, "/") >= 1:
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		return singleLink(path, info)
+	})
+}
+
+func singleLink(p string, st fs.FileInfo) error {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && st.Mode().IsRegular() && sys.Nlink > 1 {
+		return fmt.Errorf("%s has %d names (hard links): a server could write it through another one; remove the other links (find them with find / -xdev -samefile %s) and start again", p, sys.Nlink, p)
+	}
+	return nil
 }
 
 // tempPrefix turns a server name into something safe in a file name.
@@ -749,12 +870,27 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			hostEnds = append(hostEnds, stderrR)
 		}
 	}
+	extra := append([]*os.File{specR, repW}, sp.idmapFiles...)
+	var proxyHost *os.File
+	if err == nil && sp.Proxy != 0 {
+		var proxyHelper *os.File
+		if proxyHost, proxyHelper, err = proxySocketPair(); err == nil {
+			childEnds = append(childEnds, proxyHelper)
+			hostEnds = append(hostEnds, proxyHost)
+			extra = append(extra, proxyHelper)
+		}
+	}
 	if err != nil {
 		closeAll(childEnds)
 		closeAll(hostEnds)
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
 
+	if proxyHost != nil {
+		// Every way out of launch is done with it: the listener it
+		// carried has been taken, or will never be.
+		defer proxyHost.Close()
+	}
 	attr := &syscall.SysProcAttr{
 		// No controlling terminal: a server must not be able to open
 		// /dev/tty and push keystrokes into the user's shell (TIOCSTI).
@@ -780,6 +916,10 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 			attr.GidMappingsEnableSetgroups = false
 			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+			if sp.Proxy != 0 {
+				// To bring the namespace's loopback up.
+				attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_NET_ADMIN)
+			}
 		}
 	}
 	newCmd := func(path string) *exec.Cmd {
@@ -791,7 +931,7 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			Stdin:       stdinR,
 			Stdout:      stdoutW,
 			Stderr:      stderrW,
-			ExtraFiles:  append([]*os.File{specR, repW}, sp.idmapFiles...),
+			ExtraFiles:  extra,
 			SysProcAttr: attr,
 		}
 	}
@@ -868,6 +1008,19 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	// The helper could only report after reading the whole spec.
 	<-written
 	p.confinement = res.rep.Confinement
+	if proxyHost != nil && !sp.Probe {
+		l, err := receiveProxyListener(proxyHost)
+		if err != nil {
+			p.abort()
+			return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
+		}
+		p.proxyL = l
+		p.proxyDone = make(chan struct{})
+		go func() {
+			defer close(p.proxyDone)
+			sp.proxy.Serve(l)
+		}()
+	}
 	return p, nil
 }
 

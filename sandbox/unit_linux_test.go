@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func syscallErrno(n int) syscall.Errno { return syscall.Errno(n) }
@@ -149,7 +150,7 @@ func TestLookPath(t *testing.T) {
 		{filepath.Join(bin, "adir"), "", "", "not a regular file"},
 	}
 	for _, tt := range tests {
-		got, err := lookPath(tt.file, tt.path, wt)
+		got, err := lookPath(tt.file, tt.path, wt, nil)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("lookPath(%q, %q) = %q, %v; want error %q", tt.file, tt.path, got, err, tt.wantErr)
@@ -198,7 +199,7 @@ func TestExecChain(t *testing.T) {
 				continue
 			}
 		}
-		got, err := execChain(tt.exe, dir+":/usr/bin:/bin")
+		got, err := execChain(tt.exe, dir+":/usr/bin:/bin", nil)
 		if err != nil {
 			t.Errorf("execChain(%s): %v", tt.exe, err)
 			continue
@@ -485,9 +486,9 @@ func TestSeccompProgram(t *testing.T) {
 	if !seccompSupported {
 		t.Skip("no seccomp filter on this architecture")
 	}
-	for _, network := range []bool{false, true} {
-		for _, pathUnix := range []bool{false, true} {
-			prog := seccompProgram(network, pathUnix)
+	for _, network := range []netAccess{netNone, netProxy, netHost} {
+		for _, reduced := range []bool{false, true} {
+			prog := seccompProgram(filterOptions{net: network, pathUnix: !reduced, ownProcessOnly: reduced})
 			if len(prog) == 0 || len(prog) > 4096 {
 				t.Fatalf("network=%v: %d instructions", network, len(prog))
 			}
@@ -506,7 +507,8 @@ func TestSeccompProgram(t *testing.T) {
 			}
 		}
 	}
-	if len(seccompProgram(false, true)) <= len(seccompProgram(true, true)) {
+	if len(seccompProgram(filterOptions{net: netNone, pathUnix: true})) <= len(seccompProgram(filterOptions{net: netHost, pathUnix: true})) ||
+		len(seccompProgram(filterOptions{net: netProxy, pathUnix: true})) <= len(seccompProgram(filterOptions{net: netHost, pathUnix: true})) {
 		t.Error("the network-off filter checks nothing more than the network-on one")
 	}
 }
@@ -535,5 +537,118 @@ func TestUnsupportedError(t *testing.T) {
 	}
 	if err := startError("n", &spec{Off: true}, false, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); errors.Is(err, ErrUnsupported) {
 		t.Errorf("EPERM unconfined: %v", err)
+	}
+}
+
+func TestInterpreterScript(t *testing.T) {
+	for _, tt := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"node", "server.js"}, "server.js"},
+		{[]string{"/usr/bin/node", "--no-warnings", "-r", "ts-node/register", "dist/index.js", "--port", "1"}, "dist/index.js"},
+		{[]string{"node", "--", "-weird.js"}, "-weird.js"},
+		{[]string{"node", "-e", "code"}, ""},
+		{[]string{"node"}, ""},
+		{[]string{"python3", "-u", "srv.py"}, "srv.py"},
+		{[]string{"python3.12", "-W", "ignore", "srv.py"}, "srv.py"},
+		{[]string{"python", "-m", "mcp_server"}, ""},
+		{[]string{"ruby", "-I", "lib", "srv.rb"}, "srv.rb"},
+		{[]string{"perl", "-w", "srv.pl"}, "srv.pl"},
+		{[]string{"deno", "run", "--allow-read", "main.ts"}, "main.ts"},
+		{[]string{"deno", "-c", "deno.json", "run", "main.ts"}, "main.ts"},
+		{[]string{"deno", "task", "start"}, ""},
+		{[]string{"bun", "run", "index.ts"}, "index.ts"},
+		{[]string{"bun", "./index.ts"}, "./index.ts"},
+		{[]string{"bun", "install"}, ""},
+		{[]string{"notes-server", "notes.db"}, ""},
+		{[]string{"pythonista", "x.py"}, ""},
+	} {
+		if got := interpreterScript(tt.argv); got != tt.want {
+			t.Errorf("interpreterScript(%q) = %q, want %q", tt.argv, got, tt.want)
+		}
+	}
+}
+
+// TestPlantedLookups: what a server could have left in its worktree does
+// not steer the next start. A PATH directory there is skipped (its
+// program might be a server's), and a FIFO planted as an interpreter is
+// refused at once instead of hanging the start.
+func TestPlantedLookups(t *testing.T) {
+	wt := t.TempDir()
+	bin := filepath.Join(wt, "node_modules", ".bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"true", "mcphost-planted"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\necho planted\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := bin + ":/usr/bin:/bin"
+	untrusted := untrustedDirs(wt)
+	if got, err := lookPath("true", path, wt, untrusted); err != nil || filepath.Dir(got) == bin {
+		t.Errorf("lookPath(true) = %q, %v; want the system's, not the worktree's", got, err)
+	}
+	_, err := lookPath("mcphost-planted", path, wt, untrusted)
+	if err == nil || !strings.Contains(err.Error(), "servers may write") || !strings.Contains(err.Error(), bin) {
+		t.Errorf("lookPath(mcphost-planted) = %v; want a refusal naming %s", err, bin)
+	}
+	// Without the worktree among the untrusted directories it would be
+	// found: the refusal is the check's doing.
+	if got, err := lookPath("mcphost-planted", path, wt, nil); err != nil || filepath.Dir(got) != bin {
+		t.Fatalf("lookPath without the check = %q, %v", got, err)
+	}
+
+	fifo := filepath.Join(wt, "interp")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(wt, "server")
+	if err := os.WriteFile(script, []byte("#!"+fifo+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := execChain(script, path, nil); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("execChain through a FIFO interpreter: %v; want a refusal", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("execChain blocks on a FIFO planted as the interpreter")
+	}
+}
+
+// TestProtectHardLinks: a protected file with another name (a hard link a
+// server made before the protection, to write it through later) is
+// refused, in a protected directory too.
+func TestProtectHardLinks(t *testing.T) {
+	wt := t.TempDir()
+	conf := filepath.Join(wt, "mcphost.toml")
+	hook := filepath.Join(wt, ".git", "hooks", "pre-commit")
+	for _, f := range []string{conf, hook} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{conf, filepath.Join(wt, ".git")} {
+		if _, err := protectPath(p, []string{wt}); err != nil {
+			t.Fatalf("protectPath(%s) with no extra link: %v", p, err)
+		}
+	}
+	if err := os.Link(conf, filepath.Join(wt, ".cache-x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(hook, filepath.Join(wt, ".hook-x")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{conf, filepath.Join(wt, ".git")} {
+		if _, err := protectPath(p, []string{wt}); err == nil || !strings.Contains(err.Error(), "hard links") {
+			t.Errorf("protectPath(%s) with a second name: %v; want a refusal", p, err)
+		}
 	}
 }

@@ -359,12 +359,12 @@ func (g *diagnoser) string(v, s *value, ptr string) *ArgumentError {
 	n := utf8.RuneCountInString(v.str)
 	if c := s.get("minLength"); c != nil {
 		if m, err := strconv.Atoi(c.raw); err == nil && n < m {
-			return argError(ptr, "must be at least %d characters long; got %d", m, n)
+			return argError(ptr, "must be at least %s long; got %d", plural(m, "character"), n)
 		}
 	}
 	if c := s.get("maxLength"); c != nil {
 		if m, err := strconv.Atoi(c.raw); err == nil && n > m {
-			return argError(ptr, "must be at most %d characters long; got %d", m, n)
+			return argError(ptr, "must be at most %s long; got %d", plural(m, "character"), n)
 		}
 	}
 	if p := s.get("pattern"); p != nil && p.kind == kindString {
@@ -373,6 +373,14 @@ func (g *diagnoser) string(v, s *value, ptr string) *ArgumentError {
 		}
 	}
 	return nil
+}
+
+// plural writes a count of things: "1 item", "2 items".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }
 
 func (g *diagnoser) re(p string) *regexp.Regexp {
@@ -419,12 +427,12 @@ func (g *diagnoser) array(v, s *value, ptr string, depth int) *ArgumentError {
 	}
 	if c := s.get("minItems"); c != nil {
 		if m, err := strconv.Atoi(c.raw); err == nil && len(v.arr) < m {
-			return argError(ptr, "must have at least %d items; got %d", m, len(v.arr))
+			return argError(ptr, "must have at least %s; got %d", plural(m, "item"), len(v.arr))
 		}
 	}
 	if c := s.get("maxItems"); c != nil {
 		if m, err := strconv.Atoi(c.raw); err == nil && len(v.arr) > m {
-			return argError(ptr, "must have at most %d items; got %d", m, len(v.arr))
+			return argError(ptr, "must have at most %s; got %d", plural(m, "item"), len(v.arr))
 		}
 	}
 	// Pairwise comparison is quadratic; the validator hashes, and its

@@ -51,7 +51,7 @@ func TestCheck(t *testing.T) {
 		{`{"query": "ab", "limt": 3}`, "/limt", `invalid arguments: /limt: unknown field; did you mean "limit"?`},
 		{`{"query": "ab", "filePath": "x"}`, "/filePath", `invalid arguments: /filePath: unknown field; did you mean "file_path"?`},
 		{`{"query": "ab", "zzz": 1}`, "/zzz", `invalid arguments: /zzz: unknown field; the fields here are "query", "limit", "ratio", "unit", "file_path", "tags", "filter", "edits"`},
-		{`{"query": "ab", "tags": []}`, "/tags", `invalid arguments: /tags: must have at least 1 items; got 0`},
+		{`{"query": "ab", "tags": []}`, "/tags", `invalid arguments: /tags: must have at least 1 item; got 0`},
 		{`{"query": "ab", "tags": ["a", "b", "c"]}`, "/tags", `invalid arguments: /tags: must have at most 2 items; got 3`},
 		{`{"query": "ab", "tags": ["a", "a"]}`, "/tags/1", `invalid arguments: /tags/1: repeats item 0; the items must be unique`},
 		{`{"query": "ab", "tags": ["a", 2]}`, "/tags/1", `invalid arguments: /tags/1: expected string, got integer 2`},
@@ -172,14 +172,26 @@ func TestFromModel(t *testing.T) {
 		t.Errorf("FromModel with a field given twice = %v", err)
 	}
 
-	// Without a strict form (an optional property admits null), nulls
-	// are the model's own values: they stay, for Check to judge.
+	// Where an optional property admits null, a null for it is the
+	// model's own value: it stays, for Check to judge (there is no
+	// OpenAI strict form; the Anthropic one keeps f optional and
+	// nullable). A null for g, optional and refusing null, can only mean
+	// "omitted", under either form, and is removed.
 	open := mustClose(t, `{"type":"object","properties":{"f":{"type":["string","null"]},"g":{"type":"string"}}}`)
 	got, err := open.FromModel(json.RawMessage(`{"f":null,"g":null}`))
-	if err != nil || string(got) != `{"f":null,"g":null}` {
+	if err != nil || string(got) != `{"f":null}` {
+		t.Errorf("FromModel with an optional nullable property = %s, %v", got, err)
+	}
+	if err := open.Check(got); err != nil {
+		t.Errorf("Check(%s) = %v", got, err)
+	}
+	// Without any strict form (a free-form map), nulls all stay.
+	none := mustClose(t, `{"type":"object","properties":{"m":{"type":"object"},"g":{"type":"string"}}}`)
+	got, err = none.FromModel(json.RawMessage(`{"g":null}`))
+	if err != nil || string(got) != `{"g":null}` {
 		t.Errorf("FromModel without a strict form = %s, %v", got, err)
 	}
-	if err := open.Check(got); err == nil || !strings.Contains(err.Error(), "/g: expected string, got null") {
+	if err := none.Check(got); err == nil || !strings.Contains(err.Error(), "/g: expected string, got null") {
 		t.Errorf("Check = %v, want /g refused", err)
 	}
 }

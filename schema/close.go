@@ -33,8 +33,8 @@ var ErrUncheckable = errors.New("the tool's input schema cannot be checked")
 type Closed struct {
 	// Original is the schema as the server sent it.
 	Original json.RawMessage
-	// Schema is what to offer the model: the strict form when Strict,
-	// else the closed form (the original with its objects closed where
+	// Schema is what to offer the model: the OpenAI strict form when
+	// Strict, else the closed form (the original with its objects closed where
 	// that keeps their meaning, optional properties still optional).
 	Schema json.RawMessage
 	// Strict reports that Schema is the strict form and that it is ready
@@ -60,10 +60,10 @@ type Closed struct {
 	// schema could not be interpreted (see ErrUncheckable).
 	CheckProblem string
 
-	closed json.RawMessage // the closed form
-	strict json.RawMessage // the strict form; nil when meaning could not be kept
-	nulls  *nullMap        // where FromModel removes nulls; nil when nowhere
-	check  []byte          // the closed form, written for the validator
+	closed json.RawMessage             // the closed form
+	strict map[Profile]json.RawMessage // each profile's strict form; absent where meaning could not be kept
+	nulls  *nullMap                    // where FromModel removes nulls; nil when nowhere
+	check  []byte                      // the closed form, written for the validator
 
 	once    sync.Once
 	checker *checker
@@ -111,25 +111,50 @@ func Close(input json.RawMessage) (*Closed, error) {
 		return c, nil
 	}
 
-	// The strict form and its profile checks read the original tree, so
-	// they come before closeObjects and forValidator change it in place.
-	form, nulls, prob := strictForm(a)
-	if prob == nil {
-		prob = a.malformed
+	// The strict forms and their profile checks read the original tree,
+	// so they come before closeObjects and forValidator change it in
+	// place.
+	var forms []profileForm
+	if a.malformed == nil {
+		forms = strictForms(a, Profiles())
 	}
-	if prob != nil {
-		for _, pr := range Profiles() {
-			c.Problems[pr] = prob.String()
+	var lastForm *value
+	var lastText json.RawMessage
+	for i, pr := range Profiles() {
+		if a.malformed != nil {
+			c.Problems[pr] = a.malformed.String()
+			continue
 		}
-	} else {
-		for _, pr := range Profiles() {
-			c.Problems[pr] = checkProfile(pr, a, form)
+		f := forms[i]
+		if f.prob != nil {
+			c.Problems[pr] = f.prob.String()
+			continue
 		}
-		c.strict = encode(form)
-		c.nulls = nulls
+		// A form shared with a later profile is relaxed as a copy; the
+		// last holder relaxes it in place.
+		shared := false
+		for _, g := range forms[i+1:] {
+			shared = shared || g.v == f.v
+		}
+		r := relaxer{p: pr, a: a, inPlace: !shared}
+		form := r.relax(f.v)
+		c.Problems[pr] = checkProfile(pr, a, form)
+		if c.strict == nil {
+			c.strict = make(map[Profile]json.RawMessage, len(forms))
+		}
+		if form != lastForm || r.inPlace && r.moved > 0 {
+			// Profiles whose forms are the same, unchanged value share
+			// the text.
+			lastForm, lastText = form, encode(form)
+		}
+		c.strict[pr] = lastText
+		if c.nulls == nil {
+			// The profiles' maps are the same where both have one.
+			c.nulls = f.nulls
+		}
 	}
 	c.Problem = c.Problems[OpenAI]
-	c.Strict = c.strict != nil && c.Problem == ""
+	c.Strict = c.strict[OpenAI] != nil && c.Problem == ""
 
 	closeObjects(a)
 	c.closed = encode(root)
@@ -138,18 +163,20 @@ func Close(input json.RawMessage) (*Closed, error) {
 
 	c.Schema = c.closed
 	if c.Strict {
-		c.Schema = c.strict
+		c.Schema = c.strict[OpenAI]
 	}
 	return c, nil
 }
 
 // For returns the schema to offer a model of profile p, and whether it is
-// the strict form (then send the tool with strict: true). For a profile
+// p's strict form (then send the tool with strict: true). For a profile
 // with a problem, or one this package does not know, it is the closed
-// form. FromModel maps the model's arguments back either way.
+// form. FromModel maps the model's arguments back either way, and Check
+// enforces, whichever form was offered, every constraint of the original,
+// including those p's strict form says only in descriptions.
 func (c *Closed) For(p Profile) (schema json.RawMessage, strict bool) {
-	if problem, ok := c.Problems[p]; ok && problem == "" && c.strict != nil {
-		return c.strict, true
+	if problem, ok := c.Problems[p]; ok && problem == "" && c.strict[p] != nil {
+		return c.strict[p], true
 	}
 	return c.closed, false
 }

@@ -81,6 +81,22 @@
 // rules, in profile.go. [Closed.For] returns the form to offer a given
 // provider.
 //
+// Each profile has its own strict form. Anthropic's strict tool use takes
+// optional properties, so its form leaves them optional (and an optional
+// property that admits null is no problem there) where OpenAI's makes
+// them required and nullable. And a constraint a profile does not accept
+// but that only narrows values (minLength, maxLength, uniqueItems, a
+// format it lacks; for Anthropic also minimum, maximum, exclusiveMinimum,
+// exclusiveMaximum, multipleOf, maxItems, minItems above 1 and a pattern
+// with a word boundary) is left out of that profile's form and said in
+// the description of the schema it was on, e.g. "Search terms. (at least
+// 3 characters)". Check, which validates every call against the original,
+// still refuses what it refuses ("/query: must be at least 3 characters
+// long; got 2"): what the host accepts from any strict form, once
+// FromModel has removed its nulls, is exactly what the original admits.
+// Constraints that change the shape of valid values, and patterns Go's
+// regexp cannot compile, stay problems.
+//
 // # Checking arguments
 //
 // [Closed.Check] validates the arguments bound for the server against the

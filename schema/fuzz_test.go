@@ -13,12 +13,12 @@ import (
 )
 
 // FuzzClose: Close never panics and fails only for input that is not a
-// JSON object; what it returns keeps its promises: the strict form, when
-// there is one, is JSON in which every object is closed and requires all
-// its properties; a strict-ready form is a schema the validator can read;
-// a schema without a CheckProblem can be checked. The seed corpus is
-// testdata/fuzz/FuzzClose (the corpus and reference-server schemas and
-// some hostile ones).
+// JSON object; what it returns keeps its promises: each profile's strict
+// form, when there is one, is JSON in which every object is closed (and,
+// for OpenAI, requires all its properties); a strict-ready form is a
+// schema the validator can read; a schema without a CheckProblem can be
+// checked. The seed corpus is testdata/fuzz/FuzzClose (the corpus schemas
+// and some hostile ones).
 func FuzzClose(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Close(data)
@@ -40,7 +40,7 @@ func FuzzClose(f *testing.F) {
 				t.Fatalf("Problems lacks %s", p)
 			}
 		}
-		if c.Problem != c.Problems[OpenAI] || c.Strict != (c.strict != nil && c.Problem == "") {
+		if c.Problem != c.Problems[OpenAI] || c.Strict != (c.strict[OpenAI] != nil && c.Problem == "") {
 			t.Fatalf("Problem %q / Strict %v disagree with Problems %q", c.Problem, c.Strict, c.Problems)
 		}
 		if !json.Valid(c.Schema) {
@@ -49,29 +49,33 @@ func FuzzClose(f *testing.F) {
 		if !slices.IsSorted(c.Fields) || c.Fields == nil {
 			t.Fatalf("Fields %q not sorted or nil", c.Fields)
 		}
-		if c.strict != nil {
+		for p, strict := range c.strict {
 			var form any
-			if err := json.Unmarshal(c.strict, &form); err != nil {
-				t.Fatalf("the strict form is not JSON: %v\n%s", err, c.strict)
+			if err := json.Unmarshal(strict, &form); err != nil {
+				t.Fatalf("the %s strict form is not JSON: %v\n%s", p, err, strict)
 			}
-			if why := notClosed(form, ""); why != "" {
-				t.Fatalf("strict form: %s\n%s", why, c.strict)
+			if why := notClosed(form, "", !p.optionalProperties()); why != "" {
+				t.Fatalf("%s strict form: %s\n%s", p, why, strict)
 			}
 		}
-		if c.Strict {
-			// The strict form keeps patterns in ECMA-262 syntax, which is
+		for _, p := range Profiles() {
+			if _, ok := c.For(p); !ok {
+				continue
+			}
+			// A strict form keeps patterns in ECMA-262 syntax, which is
 			// what providers read; the validator reads RE2.
-			p, err := parse(c.Schema)
+			schema, _ := c.For(p)
+			pv, err := parse(schema)
 			if err != nil {
 				t.Fatal(err)
 			}
-			re2Patterns(p.v)
+			re2Patterns(pv.v)
 			var s jsonschema.Schema
-			if err := json.Unmarshal(encode(p.v), &s); err != nil {
-				t.Fatalf("a strict-ready form the validator cannot read: %v\n%s", err, c.Schema)
+			if err := json.Unmarshal(encode(pv.v), &s); err != nil {
+				t.Fatalf("a form strict-ready for %s the validator cannot read: %v\n%s", p, err, schema)
 			}
 			if _, err := s.Resolve(nil); err != nil {
-				t.Fatalf("a strict-ready form the validator cannot resolve: %v\n%s", err, c.Schema)
+				t.Fatalf("a form strict-ready for %s the validator cannot resolve: %v\n%s", p, err, schema)
 			}
 		}
 		err = c.Check(json.RawMessage(`{}`))
@@ -106,13 +110,13 @@ func re2Patterns(v *value) {
 	}
 }
 
-// notClosed returns why a strict form's schema is not closed with every
-// property required, or "".
-func notClosed(v any, ptr string) string {
+// notClosed returns why a strict form's schema is not closed (with every
+// property required, when everyRequired), or "".
+func notClosed(v any, ptr string, everyRequired bool) string {
 	switch s := v.(type) {
 	case []any:
 		for _, e := range s {
-			if why := notClosed(e, ptr+"/…"); why != "" {
+			if why := notClosed(e, ptr+"/…", everyRequired); why != "" {
 				return why
 			}
 		}
@@ -122,7 +126,7 @@ func notClosed(v any, ptr string) string {
 				return ptr + " is not closed"
 			}
 			req, _ := s["required"].([]any)
-			if len(req) != len(props) {
+			if everyRequired && len(req) != len(props) {
 				return ptr + " does not require every property"
 			}
 			for _, r := range req {
@@ -132,7 +136,7 @@ func notClosed(v any, ptr string) string {
 				}
 			}
 			for name, p := range props {
-				if why := notClosed(p, ptr+"/properties/"+name); why != "" {
+				if why := notClosed(p, ptr+"/properties/"+name, everyRequired); why != "" {
 					return why
 				}
 			}
@@ -141,7 +145,7 @@ func notClosed(v any, ptr string) string {
 		}
 		for _, kw := range []string{"items", "anyOf"} {
 			if sub, ok := s[kw]; ok {
-				if why := notClosed(sub, ptr+"/"+kw); why != "" {
+				if why := notClosed(sub, ptr+"/"+kw, everyRequired); why != "" {
 					return why
 				}
 			}
@@ -167,7 +171,7 @@ func FuzzFromModel(f *testing.F) {
 	var closed []*Closed
 	for _, s := range fuzzSchemas {
 		c, err := Close(json.RawMessage(s))
-		if err != nil || c.strict == nil {
+		if err != nil || c.strict[OpenAI] == nil {
 			f.Fatalf("fuzz schema %s: %v %s", s, err, c.Problem)
 		}
 		closed = append(closed, c)

@@ -14,14 +14,14 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // A result is what a golden file records of one Close.
 type result struct {
-	ID           string            `json:"id"`
-	Strict       bool              `json:"strict"`
-	Problems     map[string]string `json:"problems"`
-	Schema       json.RawMessage   `json:"schema"`
-	StrictForm   json.RawMessage   `json:"strict_form"` // null when meaning could not be kept
-	Fields       []string          `json:"fields"`
-	Unchecked    []string          `json:"unchecked,omitempty"`
-	CheckProblem string            `json:"check_problem,omitempty"`
+	ID           string                     `json:"id"`
+	Strict       bool                       `json:"strict"`
+	Problems     map[string]string          `json:"problems"`
+	Schema       json.RawMessage            `json:"schema"`
+	StrictForms  map[string]json.RawMessage `json:"strict_forms"` // per profile; a profile is absent where meaning could not be kept
+	Fields       []string                   `json:"fields"`
+	Unchecked    []string                   `json:"unchecked,omitempty"`
+	CheckProblem string                     `json:"check_problem,omitempty"`
 }
 
 func resultOf(id string, c *Closed) result {
@@ -30,13 +30,13 @@ func resultOf(id string, c *Closed) result {
 		Strict:       c.Strict,
 		Problems:     map[string]string{},
 		Schema:       c.Schema,
-		StrictForm:   c.strict,
+		StrictForms:  map[string]json.RawMessage{},
 		Fields:       c.Fields,
 		Unchecked:    c.Unchecked,
 		CheckProblem: c.CheckProblem,
 	}
-	if r.StrictForm == nil {
-		r.StrictForm = json.RawMessage("null")
+	for p, f := range c.strict {
+		r.StrictForms[string(p)] = f
 	}
 	for p, s := range c.Problems {
 		r.Problems[string(p)] = s
@@ -72,30 +72,6 @@ func corpus(t testing.TB) []namedSchema {
 	}
 	if len(out) == 0 {
 		t.Fatal("the corpus is empty")
-	}
-	return out
-}
-
-// referenceServers reads testdata/reference_servers.json, the tools/list
-// of the npm reference servers; tools are named server/tool.
-func referenceServers(t testing.TB) []namedSchema {
-	t.Helper()
-	var servers []struct {
-		Server string `json:"server"`
-		Tools  []struct {
-			Name        string          `json:"name"`
-			InputSchema json.RawMessage `json:"inputSchema"`
-		} `json:"tools"`
-	}
-	readJSON(t, "reference_servers.json", &servers)
-	var out []namedSchema
-	for _, s := range servers {
-		for _, tool := range s.Tools {
-			out = append(out, namedSchema{s.Server + "/" + tool.Name, tool.InputSchema})
-		}
-	}
-	if len(out) == 0 {
-		t.Fatal("no reference server tools")
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -40,39 +41,65 @@ func (p Profile) title() string {
 // ipv6, uuid); number "multipleOf", "maximum", "exclusiveMaximum",
 // "minimum", "exclusiveMinimum"; array "minItems", "maxItems"; the root
 // must be an object and not anyOf; "additionalProperties": false on every
-// object; every property required; at most 5000 object properties and 10
-// levels of nesting; at most 120,000 characters of property names, enum
-// values and const values together; at most 1000 enum values, and an enum
-// of more than 250 strings at most 15,000 characters; composition keywords
-// (allOf, not, if/then/else, dependentRequired, dependentSchemas) and the
-// object and array keywords patternProperties, unevaluatedProperties,
-// propertyNames, minProperties, maxProperties, unevaluatedItems, contains,
-// minContains, maxContains, uniqueItems are not supported. A format
-// outside the list is refused with "'uri' is not a valid format" (as
-// servers using format "uri" reported, e.g. cyanheads/git-mcp-server#47),
-// and OpenAI's own SDK documents that "minLength", "maxLength" and
-// "default" can be rejected in strict mode (openai/openai-node#1988), so
-// this package treats minLength and maxLength as outside the subset and
-// leaves "default" out of strict forms. Assumed where the page is silent:
-// "title" is accepted (the official SDKs send pydantic's titles in strict
-// schemas); nesting counts objects and arrays alike; characters are
-// Unicode code points; a pattern must at least compile as RE2.
+// object; every property required (an optional one is emulated with a
+// union with null, as the page advises); at most 5000 object properties
+// and 10 levels of nesting; at most 120,000 characters of property names,
+// enum values and const values together; at most 1000 enum values, and an
+// enum of more than 250 strings at most 15,000 characters; composition
+// keywords (allOf, not, if/then/else, dependentRequired, dependentSchemas)
+// and the object and array keywords patternProperties,
+// unevaluatedProperties, propertyNames, minProperties, maxProperties,
+// unevaluatedItems, contains, minContains, maxContains, uniqueItems are
+// not supported. A format outside the list is refused with "'uri' is not
+// a valid format" (as servers using format "uri" reported, e.g.
+// cyanheads/git-mcp-server#47), and OpenAI's own SDK documents that
+// "minLength", "maxLength" and "default" can be rejected in strict mode
+// (openai/openai-node#1988), so this package treats minLength and
+// maxLength as outside the subset and leaves "default" out of strict
+// forms. Assumed where the page is silent: "title" is accepted (the
+// official SDKs send pydantic's titles in strict schemas); nesting counts
+// objects and arrays alike; characters are Unicode code points; a pattern
+// must at least compile as RE2.
 //
 // Anthropic, "Structured outputs", section "JSON Schema limitations"
 // (platform.claude.com/docs/en/build-with-claude/structured-outputs) and
-// "Strict tool use": types object, array, string, integer, number,
-// boolean, null; "enum" of strings, numbers, booleans and nulls; "const";
-// "anyOf"; "allOf" with limits; local "$ref"; "default"; "required" and
-// "additionalProperties": false (no other value); "items" and "minItems"
-// of 0 or 1 only; "format" date-time, time, date, duration, email,
-// hostname, uri, ipv4, ipv6, uuid; "pattern" without backreferences,
-// lookaround or word boundaries. Not supported: recursive schemas,
-// numeric constraints (minimum, maximum, multipleOf, ...), minLength and
-// maxLength, other array constraints. Per request: at most 20 strict
-// tools, 24 optional parameters and 16 parameters that use anyOf or type
-// lists across all strict tools; a tool whose own strict form has more
-// than 16 such parameters can never be sent strict. Assumed: "title" is
-// accepted.
+// "Strict tool use"
+// (platform.claude.com/docs/en/agents-and-tools/tool-use/strict-tool-use):
+// types object, array, string, integer, number, boolean, null; "enum" of
+// strings, numbers, booleans and nulls; "const"; "anyOf"; "allOf" with
+// limits; local "$ref"; "default"; "required" and "additionalProperties":
+// false (no other value); "items" and "minItems" of 0 or 1 only; "format"
+// date-time, time, date, duration, email, hostname, uri, ipv4, ipv6, uuid;
+// "pattern" without backreferences, lookaround or word boundaries. Not
+// supported: recursive schemas, numeric constraints (minimum, maximum,
+// multipleOf, ...), minLength and maxLength, other array constraints.
+// Properties left out of "required" are optional properties, which strict
+// tool use accepts: the page counts them against a per-request limit, so
+// the Anthropic form keeps an optional property optional instead of making
+// it a required, nullable one. Per request: at most 20 strict tools, 24
+// optional parameters and 16 parameters that use anyOf or type lists
+// across all strict tools; a tool whose own strict form has more than 24
+// optional properties or 16 such parameters can never be sent strict.
+// Anthropic's SDK helpers for that page are described as removing the
+// constraints strict mode does not support and adding them to the
+// description, which is what relaxer does here (and the host enforces
+// them; see below). Assumed: "title" is accepted.
+//
+// Moved constraints. A constraint a profile does not accept but that only
+// narrows the values of a type the strict form already fixes (lengths,
+// ranges, item counts, uniqueItems, a pattern RE2 can check, a format) is
+// left out of that profile's strict form and said in the description of
+// the schema it was on, e.g. "Search terms. (at least 3 characters)".
+// Nothing is lost: Check validates every call against the original
+// schema, refusing with a message for the model ("/query: must be at
+// least 3 characters long; got 2") what the strict form let through; and
+// format is an annotation to the validator, so only the provider's
+// grammar ever enforced it. Keywords that change the shape of valid
+// values (prefixItems, patternProperties, contains, not, if/then/else,
+// dependent*, allOf, minProperties and maxProperties, whose count a strict
+// form's nulls would blur) stay strict problems, and so do a pattern RE2
+// cannot compile (the host could not enforce it) and a constraint whose
+// text is longer than maxNoted.
 
 // allowed reports whether profile p accepts keyword name in a strict form.
 func (p Profile) allowed(name string) bool {
@@ -115,7 +142,14 @@ const (
 	// anthropicMaxUnions is Anthropic's limit on parameters that use anyOf
 	// or a type list, across the strict tools of one request.
 	anthropicMaxUnions = 16
+	// anthropicMaxOptional is Anthropic's limit on optional properties,
+	// across the strict tools of one request.
+	anthropicMaxOptional = 24
 )
+
+// optionalProperties reports whether profile p's strict mode accepts
+// optional properties (properties left out of "required").
+func (p Profile) optionalProperties() bool { return p == Anthropic }
 
 // A profileCheck walks a strict form and stops at the first thing profile
 // p does not accept.
@@ -123,6 +157,7 @@ type profileCheck struct {
 	p                       Profile
 	a                       *doc // for its cache of compiled patterns
 	props, enums, chars, un int
+	optional                int // properties not in their object's "required"
 	prob                    *finding
 }
 
@@ -146,6 +181,9 @@ func checkProfile(p Profile, a *doc, v *value) string {
 		case c.chars > openAIMaxChars:
 			c.fail("", "%d characters of property names, enum and const values, more than the %d OpenAI strict mode allows", c.chars, openAIMaxChars)
 		}
+	}
+	if c.prob == nil && p == Anthropic && c.optional > anthropicMaxOptional {
+		c.fail("", "%d optional properties, more than the %d Anthropic strict mode allows in a request", c.optional, anthropicMaxOptional)
 	}
 	if c.prob == nil {
 		return ""
@@ -183,7 +221,11 @@ func (c *profileCheck) walk(s *value, depth int) {
 				c.walk(b, depth)
 			}
 		case "properties":
+			req := s.get("required").arrOrNil()
 			for _, p := range v.obj {
+				if !slices.ContainsFunc(req, func(r *value) bool { return r.str == p.name }) {
+					c.optional++
+				}
 				c.props++
 				c.chars += utf8.RuneCountInString(p.name)
 				c.walk(p.val, depth)
@@ -221,7 +263,7 @@ func (c *profileCheck) walk(s *value, depth int) {
 func (c *profileCheck) union(s *value) {
 	c.un++
 	if c.p == Anthropic && c.un > anthropicMaxUnions {
-		c.fail(s.src, "more than %d parameters use anyOf or a type list (optional properties become nullable ones), more than Anthropic strict mode allows", anthropicMaxUnions)
+		c.fail(s.src, "more than %d parameters use anyOf or a type list, more than Anthropic strict mode allows in a request", anthropicMaxUnions)
 	}
 }
 
@@ -272,4 +314,228 @@ func wordBoundary(p string) bool {
 		}
 	}
 	return false
+}
+
+// maxNoted bounds the text of one constraint said in a description (a
+// number's literal, a pattern, a format name), in bytes; a longer one is
+// not moved and stays a strict problem, so that a server cannot make the
+// description it is offered grow by more than what it wrote itself, in
+// pieces of at most this size.
+const maxNoted = 256
+
+// A relaxer moves, out of a strict form for profile p, the constraints p
+// does not accept but that only narrow values, into the descriptions of
+// the schemas they were on (see "Moved constraints" above). With inPlace
+// it changes the form (one no one else holds: every schema node of a
+// strict form is made afresh by its walk); without, it changes nothing,
+// copying what changes and sharing the rest. moved counts the
+// constraints it moved.
+type relaxer struct {
+	p       Profile
+	a       *doc
+	inPlace bool
+	moved   int
+}
+
+// relax returns strict form s relaxed. It follows only what the strict
+// form combines by union or descent (properties, items, anyOf); a
+// constraint under anything else (not, contains, ...) stays, and with it
+// the profile's problem with that keyword.
+func (r *relaxer) relax(s *value) *value {
+	p, a, inPlace := r.p, r.a, r.inPlace
+	if s.kind != kindObject {
+		return s
+	}
+	var obj []member // nil until something changes (in place: s's own)
+	if inPlace {
+		obj = s.obj[:0]
+	}
+	var buf [6]string
+	notes := buf[:0]
+	for i, m := range s.obj {
+		val, keep := m.val, true
+		switch m.name {
+		case "properties":
+			val = r.relaxEach(m.val)
+		case "items":
+			val = r.relax(m.val)
+		case "anyOf":
+			val = r.relaxEach(m.val)
+		default:
+			note, repl, moved := p.move(a, m.name, m.val)
+			if moved {
+				r.moved++
+				if note != "" {
+					notes = append(notes, note)
+				}
+				val, keep = repl, repl != nil
+			}
+		}
+		if obj == nil && (val != m.val || !keep) {
+			obj = append(make([]member, 0, len(s.obj)+1), s.obj[:i]...)
+		}
+		if obj != nil && keep {
+			// In place, this writes at or before the member read.
+			obj = append(obj, member{name: m.name, rawName: m.rawName, val: val})
+		}
+	}
+	out := s
+	switch {
+	case inPlace:
+		s.obj = obj
+	case obj == nil:
+		return s
+	default:
+		out = &value{kind: kindObject, src: s.src, obj: obj}
+	}
+	if len(notes) > 0 {
+		var b strings.Builder
+		d := out.get("description")
+		text := ""
+		if d != nil && d.kind == kindString {
+			text = strings.TrimRight(d.str, " \t\n")
+		}
+		n := len(text) + 3
+		for _, note := range notes {
+			n += len(note) + 2
+		}
+		b.Grow(n)
+		if text != "" {
+			b.WriteString(text)
+			b.WriteString(" (")
+		}
+		for i, note := range notes {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(note)
+		}
+		if text != "" {
+			b.WriteByte(')')
+		}
+		desc := strValue(b.String())
+		if d != nil {
+			out.set("description", desc)
+		} else {
+			out.obj = append(out.obj, member{name: "description", rawName: `"description"`, val: desc})
+		}
+	}
+	return out
+}
+
+// relaxEach relaxes the schemas of an array (anyOf) or object
+// (properties), copying the container only if one of them is copied.
+func (r *relaxer) relaxEach(v *value) *value {
+	switch v.kind {
+	case kindArray:
+		var arr []*value
+		for i, e := range v.arr {
+			x := r.relax(e)
+			if x != e && arr == nil {
+				arr = append(make([]*value, 0, len(v.arr)), v.arr[:i]...)
+			}
+			if arr != nil {
+				arr = append(arr, x)
+			}
+		}
+		if arr != nil {
+			return &value{kind: kindArray, src: v.src, arr: arr}
+		}
+	case kindObject:
+		var obj []member
+		for i, m := range v.obj {
+			x := r.relax(m.val)
+			if x != m.val && obj == nil {
+				obj = append(make([]member, 0, len(v.obj)), v.obj[:i]...)
+			}
+			if obj != nil {
+				obj = append(obj, member{name: m.name, rawName: m.rawName, val: x})
+			}
+		}
+		if obj != nil {
+			return &value{kind: kindObject, src: v.src, obj: obj}
+		}
+	}
+	return v
+}
+
+// move reports whether keyword name with value v moves out of profile p's
+// strict form, the note that says it in the description ("" for a keyword
+// that constrains nothing), and what to keep in its place (nil: nothing).
+func (p Profile) move(a *doc, name string, v *value) (note string, repl *value, moved bool) {
+	count := func() (string, bool) {
+		if !isCount(v) {
+			return "", false
+		}
+		return countLiteral(v), true
+	}
+	plural := func(n, one, many string) string {
+		if n == "1" {
+			return n + " " + one
+		}
+		return n + " " + many
+	}
+	switch name {
+	case "minLength", "maxLength":
+		n, ok := count()
+		if !ok {
+			return "", nil, false
+		}
+		if name == "minLength" {
+			return "at least " + plural(n, "character", "characters"), nil, true
+		}
+		return "at most " + plural(n, "character", "characters"), nil, true
+	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
+		if p.allowed(name) || v.kind != kindNumber || len(v.raw) > maxNoted {
+			return "", nil, false
+		}
+		var say string
+		switch name {
+		case "minimum":
+			say = "at least "
+		case "maximum":
+			say = "at most "
+		case "exclusiveMinimum":
+			say = "greater than "
+		case "exclusiveMaximum":
+			say = "less than "
+		default:
+			say = "a multiple of "
+		}
+		return say + v.raw, nil, true
+	case "maxItems":
+		n, ok := count()
+		if p.allowed(name) || !ok {
+			return "", nil, false
+		}
+		return "at most " + plural(n, "item", "items"), nil, true
+	case "minItems":
+		n, ok := count()
+		if p != Anthropic || !ok || n == "0" || n == "1" {
+			return "", nil, false
+		}
+		// At least one item the grammar can still require.
+		return "at least " + n + " items", numValue("1"), true
+	case "uniqueItems":
+		if v.kind != kindBool {
+			return "", nil, false
+		}
+		if !v.b {
+			return "", nil, true // constrains nothing
+		}
+		return "no item repeated", nil, true
+	case "pattern":
+		// Only a pattern the host checks moves; one RE2 cannot compile
+		// is not checked by the host, so it stays a problem.
+		if p != Anthropic || v.kind != kindString || len(v.str) > maxNoted || !a.compiles(v.str) || !wordBoundary(v.str) {
+			return "", nil, false
+		}
+		return "matching the pattern " + quote(v.str), nil, true
+	case "format":
+		if v.kind != kindString || p.format(v.str) || len(v.str) > maxNoted {
+			return "", nil, false
+		}
+		return "format " + quote(v.str), nil, true
+	}
+	return "", nil, false
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -34,29 +35,37 @@ func asModel(v *value, m *nullMap) {
 	}
 }
 
+// resolvedForms caches validStrict's resolved schemas by their text: the
+// property tests validate many arguments against each form.
+var resolvedForms sync.Map // string -> *jsonschema.Resolved
+
 // validStrict validates args against a strict form with the validator
 // (its patterns, written for providers in ECMA-262 syntax, rewritten for
 // RE2).
-func validStrict(t *testing.T, form json.RawMessage, args []byte) error {
+func validStrict(t testing.TB, form json.RawMessage, args []byte) error {
 	t.Helper()
-	p, err := parse(form)
-	if err != nil {
-		t.Fatal(err)
-	}
-	re2Patterns(p.v)
-	var s jsonschema.Schema
-	if err := json.Unmarshal(encode(p.v), &s); err != nil {
-		t.Fatalf("the strict form does not unmarshal: %v", err)
-	}
-	rs, err := s.Resolve(nil)
-	if err != nil {
-		t.Fatalf("the strict form does not resolve: %v", err)
+	rs, ok := resolvedForms.Load(string(form))
+	if !ok {
+		p, err := parse(form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		re2Patterns(p.v)
+		var s jsonschema.Schema
+		if err := json.Unmarshal(encode(p.v), &s); err != nil {
+			t.Fatalf("the strict form does not unmarshal: %v", err)
+		}
+		r, err := s.Resolve(nil)
+		if err != nil {
+			t.Fatalf("the strict form does not resolve: %v", err)
+		}
+		rs, _ = resolvedForms.LoadOrStore(string(form), r)
 	}
 	var inst any
 	if err := json.Unmarshal(args, &inst); err != nil {
 		t.Fatal(err)
 	}
-	return rs.Validate(inst)
+	return rs.(*jsonschema.Resolved).Validate(inst)
 }
 
 func jsonEqual(t *testing.T, a, b []byte) bool {
@@ -71,49 +80,84 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// roundTrip proves, for arguments valid under the original schema, that
-// the model's strict-form version of them is valid under the strict form,
-// and that FromModel turns it back into exactly them, which Check passes.
+// exactForm returns the strict form for p of schema before relax moves
+// anything out of it: the form that holds every constraint of the
+// original, against which the offered form is compared. It is nil where
+// there is no strict form for p.
+func exactForm(t testing.TB, schema json.RawMessage, p Profile) json.RawMessage {
+	t.Helper()
+	pv, err := parse(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := analyze(pv.v)
+	if a.uncheckable != nil || a.malformed != nil {
+		return nil
+	}
+	v, _, prob := strictForm(a, p)
+	if prob != nil {
+		return nil
+	}
+	return encode(v)
+}
+
+// modelArgs writes args the way a model decoding p's strict form sends
+// them: with a null for every optional property left out where the form
+// requires every property (OpenAI), as they are where it keeps them
+// optional (Anthropic).
+func modelArgs(t testing.TB, p Profile, args []byte, m *nullMap) []byte {
+	t.Helper()
+	if p.optionalProperties() {
+		return args
+	}
+	pv, err := parse(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asModel(pv.v, m)
+	return encode(pv.v)
+}
+
+// roundTrip proves, for arguments valid under the original schema and
+// every profile with a strict form, that the model's version of them is
+// valid under the form offered to that profile and under its exact form
+// (every constraint kept), and that FromModel turns it back into exactly
+// them, which Check passes.
 func roundTrip(t *testing.T, id string, c *Closed, args []byte) {
 	t.Helper()
 	if err := c.Check(args); err != nil {
 		t.Errorf("%s: valid arguments %s refused: %v", id, args, err)
 		return
 	}
-	if c.strict == nil {
-		return
-	}
-	p, err := parse(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	asModel(p.v, c.nulls)
-	model := encode(p.v)
-	offered := false
-	for _, pr := range Profiles() {
-		if _, ok := c.For(pr); ok {
-			offered = true
+	for _, p := range Profiles() {
+		if c.strict[p] == nil {
+			continue
 		}
-	}
-	// A strict form offered to no profile may use what the validator
-	// cannot read either (a lookahead pattern, say); FromModel is still
-	// tested below.
-	if offered {
-		if err := validStrict(t, c.strict, model); err != nil {
-			t.Errorf("%s: the strict form refuses the model's version %s of valid arguments: %v", id, model, err)
+		model := modelArgs(t, p, args, c.nulls)
+		// A strict form offered to no profile may use what the
+		// validator cannot read either (a lookahead pattern, say);
+		// FromModel is still tested below.
+		if form, offered := c.For(p); offered {
+			if err := validStrict(t, form, model); err != nil {
+				t.Errorf("%s: the %s strict form refuses the model's version %s of valid arguments: %v", id, p, model, err)
+				return
+			}
+			if err := validStrict(t, exactForm(t, c.Original, p), model); err != nil {
+				t.Errorf("%s: the exact %s strict form refuses the model's version %s of valid arguments: %v", id, p, model, err)
+				return
+			}
+		}
+		back, err := c.FromModel(model)
+		if err != nil {
+			t.Errorf("%s: FromModel(%s): %v", id, model, err)
 			return
 		}
-	}
-	back, err := c.FromModel(model)
-	if err != nil {
-		t.Errorf("%s: FromModel(%s): %v", id, model, err)
-		return
-	}
-	if !jsonEqual(t, back, args) {
-		t.Errorf("%s: FromModel(%s) = %s, want %s", id, model, back, args)
-	}
-	if err := c.Check(back); err != nil {
-		t.Errorf("%s: Check(FromModel(%s)): %v", id, model, err)
+		if !jsonEqual(t, back, args) {
+			t.Errorf("%s: %s: FromModel(%s) = %s, want %s", id, p, model, back, args)
+		}
+		if err := c.Check(back); err != nil {
+			t.Errorf("%s: Check(FromModel(%s)): %v", id, model, err)
+		}
 	}
 }
 

@@ -73,16 +73,24 @@ func (m *nullMap) apply(v *value) bool {
 	return changed
 }
 
-// A stricter makes the strict form of a schema: every object closed, every
-// property required, each property that was optional made nullable (a
-// null for it is removed again by FromModel). It gives up, with the first
+// A stricter makes the strict form of a schema for one profile: every
+// object closed and, for a profile that needs every property required
+// (OpenAI), each property that was optional made nullable (a null for it
+// is removed again by FromModel); for a profile that takes optional
+// properties (Anthropic), they stay optional. It gives up, with the first
 // reason, wherever that form could not keep the original's meaning.
 type stricter struct {
-	a      *doc
-	budget int
-	active map[*value]bool // references being inlined, to refuse recursion; made on first use
-	nulls  map[*value]bool // refusesNull's answers, which are asked again and again; made on first use
-	prob   *finding
+	a *doc
+	// keepOptional leaves optional properties optional instead of making
+	// them required and nullable.
+	keepOptional bool
+	budget       int
+	active       map[*value]bool // references being inlined, to refuse recursion; made on first use
+	nulls        map[*value]bool // refusesNull's answers, which are asked again and again; made on first use
+	// sawOptional is set once a property that is not required has been
+	// met: until then the walks of every profile are the same.
+	sawOptional bool
+	prob        *finding
 }
 
 func (x *stricter) fail(ptr, format string, args ...any) {
@@ -91,18 +99,50 @@ func (x *stricter) fail(ptr, format string, args ...any) {
 	}
 }
 
-// strictForm returns the strict form of the document's root schema and the
-// null map for FromModel, or the first reason there is none.
-func strictForm(a *doc) (*value, *nullMap, *finding) {
-	x := &stricter{a: a, budget: strictBudget}
-	v, nm := x.schema(a.root, "", true, false)
-	if x.prob != nil {
-		return nil, nil, x.prob
+// strictForm returns the strict form for profile p of the document's root
+// schema and the null map for FromModel, or the first reason there is
+// none. The form holds every constraint of the original; relax then moves
+// out those p does not accept. Where both profiles have a form, their null
+// maps are the same: every optional property, all of which refuse null
+// (outside compositions, where the OpenAI form has none).
+func strictForm(a *doc, p Profile) (*value, *nullMap, *finding) {
+	f := strictForms(a, []Profile{p})[0]
+	return f.v, f.nulls, f.prob
+}
+
+// A profileForm is what strictForm returns for one profile.
+type profileForm struct {
+	v     *value
+	nulls *nullMap
+	prob  *finding
+}
+
+// strictForms returns strictForm for each of profiles. The walks differ
+// only at properties that are not required, so for a schema without any
+// the first walk answers for every profile (with the very same values);
+// the walks share refusesNull's answers.
+func strictForms(a *doc, profiles []Profile) []profileForm {
+	out := make([]profileForm, len(profiles))
+	var nulls map[*value]bool
+	sawOptional := false
+	for i, p := range profiles {
+		if i > 0 && !sawOptional {
+			out[i] = out[0]
+			continue
+		}
+		x := &stricter{a: a, budget: strictBudget, keepOptional: p.optionalProperties(), nulls: nulls}
+		v, nm := x.schema(a.root, "", true, false)
+		nulls, sawOptional = x.nulls, sawOptional || x.sawOptional
+		switch {
+		case x.prob != nil:
+			out[i] = profileForm{prob: x.prob}
+		case nm.empty():
+			out[i] = profileForm{v: v}
+		default:
+			out[i] = profileForm{v: v, nulls: nm}
+		}
 	}
-	if nm.empty() {
-		nm = nil
-	}
-	return v, nm, nil
+	return out
 }
 
 // keep reports whether a keyword of the original goes into the strict form
@@ -357,7 +397,24 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 			if child == nil {
 				return nil
 			}
-			if !isRequired(m.name) {
+			required := isRequired(m.name)
+			if !required {
+				x.sawOptional = true
+			}
+			switch {
+			case required:
+			case x.keepOptional:
+				// Omitted stays omitted, and null stays null. A null
+				// sent for a property whose schema refuses it is still
+				// removed (as under the closed form): the model can
+				// only have meant "omitted".
+				if !inComp && x.refusesNull(m.val, 0) {
+					if nm.optional == nil {
+						nm.optional = make([]string, 0, nprops-i)
+					}
+					nm.optional = append(nm.optional, m.name)
+				}
+			default:
 				if inComp {
 					x.fail(pp, "optional property inside anyOf/oneOf: making it required and nullable there could change which branch a value matches")
 					return nil
@@ -379,8 +436,10 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 				nm.props[m.name] = cnm
 			}
 			newProps.obj = append(newProps.obj, member{name: m.name, rawName: m.rawName, val: child})
-			nameVals[i] = value{kind: kindString, str: m.name, raw: m.rawName}
-			names.arr = append(names.arr, &nameVals[i])
+			if required || !x.keepOptional {
+				nameVals[i] = value{kind: kindString, str: m.name, raw: m.rawName}
+				names.arr = append(names.arr, &nameVals[i])
+			}
 		}
 	}
 	slices.Sort(nm.optional)
@@ -391,7 +450,9 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 	if props == nil {
 		out.set("properties", newProps)
 	}
-	if !s.has("required") {
+	if !s.has("required") && (len(names.arr) > 0 || nprops == 0 || !x.keepOptional) {
+		// (An Anthropic form whose properties are all optional has no
+		// "required"; one without properties says it, as OpenAI's.)
 		out.set("required", names)
 	}
 	if !s.has("additionalProperties") {

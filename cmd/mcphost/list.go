@@ -86,13 +86,15 @@ func writeList(w io.Writer, tools []mcphost.Tool, prompts []mcphost.Prompt, serv
 		}
 	}
 	fmt.Fprintln(w)
-	sw := len("SERVER")
+	sw, stw := len("SERVER"), len("running")
 	for _, s := range servers {
 		sw = max(sw, len(s.Name))
+		stw = max(stw, len(s.State))
 	}
-	fmt.Fprintf(w, "%-*s  %-7s  %5s  %s\n", sw, "SERVER", "STATE", "TOOLS", "CONFINEMENT")
+	fmt.Fprintf(w, "%-*s  %-*s  %5s  %s\n", sw, "SERVER", stw, "STATE", "TOOLS", "CONFINEMENT")
 	for _, s := range servers {
-		fmt.Fprintf(w, "%-*s  %-7s  %5d  %s\n", sw, s.Name, s.State, s.Tools, s.Confinement)
+		fmt.Fprintf(w, "%-*s  %-*s  %5d  %s\n", sw, s.Name, stw, s.State, s.Tools, s.Confinement)
+		writeNetwork(w, sw+2, pin.Visible(s.Network))
 		if s.Limits != "" {
 			fmt.Fprintf(w, "%*s  limits: %s\n", sw, "", s.Limits)
 		}
@@ -106,6 +108,9 @@ func writeList(w io.Writer, tools []mcphost.Tool, prompts []mcphost.Prompt, serv
 			fmt.Fprintf(w, "%*s  instructions (%s, %d bytes): %s\n", sw, "", s.InstructionsPin, len(s.Instructions),
 				strings.ReplaceAll(pin.Visible(s.Instructions), "\n", "\n"+strings.Repeat(" ", sw+4)))
 		}
+		if len(s.Widens) > 0 {
+			fmt.Fprintf(w, "%*s  %swidens the default:%s %s\n", sw, "", p.approval, p.reset, pin.Visible(strings.Join(s.Widens, "; ")))
+		}
 	}
 	if len(notices) > 0 {
 		fmt.Fprintf(w, "\n%snotices:%s\n", p.dim, p.reset)
@@ -115,6 +120,25 @@ func writeList(w io.Writer, tools []mcphost.Tool, prompts []mcphost.Prompt, serv
 	}
 }
 
+// writeNetwork prints a server's network grant under its row, indented,
+// wrapped after a comma to stay within 80 columns where it can.
+func writeNetwork(w io.Writer, indent int, network string) {
+	pad := strings.Repeat(" ", indent)
+	line := pad + "network: "
+	for i, d := range strings.Split(network, ", ") {
+		if i > 0 {
+			if len(line)+2+len(d) > 80 {
+				fmt.Fprintln(w, line+",")
+				line = pad + "         " + d
+				continue
+			}
+			line += ", "
+		}
+		line += d
+	}
+	fmt.Fprintln(w, line)
+}
+
 // shortDigest keeps the version prefix and 12 hex digits: enough to tell
 // two definitions apart at a glance.
 func shortDigest(d string) string {
@@ -122,4 +146,25 @@ func shortDigest(d string) string {
 		return d[:i+13]
 	}
 	return d
+}
+
+// writeReviews prints the server tables that did not start because they
+// need a person's review: each table (or what changed in it) with every
+// invisible character escaped, and the command that reviews it.
+func writeReviews(w io.Writer, reviews []tableReview, p palette) error {
+	if len(reviews) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n%sserver tables needing review (not started: the config lies in %s, where servers can write):%s\n",
+		p.approval, pin.Visible(reviews[0].Writable), p.reset)
+	for _, r := range reviews {
+		fmt.Fprintf(w, "- [mcp.%s] of %s, %s: ", r.Server, pin.Visible(r.Config), r.Status)
+		var b strings.Builder
+		if err := writeReview(&b, r); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s", strings.ReplaceAll(strings.TrimRight(b.String(), "\n"), "\n", "\n  "))
+		fmt.Fprintf(w, "\n  review it: %s\n", pin.Visible(r.Approve))
+	}
+	return nil
 }

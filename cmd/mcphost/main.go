@@ -2,7 +2,7 @@
 // and records their review of it.
 //
 //	mcphost list    [-config F] [-worktree D] [-state D] [-json]
-//	mcphost approve [-config F] [-worktree D] [-state D] [-yes] TOOL...
+//	mcphost approve [-config F] [-worktree D] [-state D] [-yes] TOOL|SERVER...
 //	mcphost call    [-config F] [-worktree D] [-state D] TOOL [JSON-ARGS]
 //	mcphost check   [-config F] [-worktree D] [-state D]
 //	mcphost version
@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -59,13 +60,16 @@ type cli struct {
 	worktree       string
 	state          string
 	verbose        bool
+	// reviews are the server tables connect left out: the config lies
+	// where a server could write it and a person has not reviewed them.
+	reviews []tableReview
 }
 
 const usage = `mcphost shows what a coding agent's MCP servers offer, and records a person's review.
 
 Usage:
   mcphost list    [-config F] [-worktree D] [-state D] [-json]
-  mcphost approve [-config F] [-worktree D] [-state D] [-yes] TOOL...
+  mcphost approve [-config F] [-worktree D] [-state D] [-yes] TOOL|SERVER...
   mcphost call    [-config F] [-worktree D] [-state D] TOOL [JSON-ARGS]
   mcphost check   [-config F] [-worktree D] [-state D]
   mcphost version
@@ -133,6 +137,10 @@ func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Sessi
 		fmt.Fprintf(c.stderr, "mcphost: %s has no [mcp.<name>] table\n", c.config)
 		return nil, exitUsage
 	}
+	if servers, c.reviews, err = c.reviewTables(servers); err != nil {
+		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
+		return nil, exitFail
+	}
 	opts.Worktree, opts.StateDir, opts.ConfigFile = c.worktree, c.state, c.config
 	if c.verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -170,13 +178,17 @@ func (c *cli) list(ctx context.Context, args []string) int {
 			Tools   []mcphost.Tool       `json:"tools"`
 			Prompts []mcphost.Prompt     `json:"prompts"`
 			Servers []mcphost.ServerInfo `json:"servers"`
+			Reviews []tableReview        `json:"reviews"`
 			Notices []string             `json:"notices"`
-		}{s.AllTools(), s.Prompts(), s.Servers(), s.Notices()}
+		}{s.AllTools(), s.Prompts(), c.servers(s), c.reviews, s.Notices()}
 		if out.Notices == nil {
 			out.Notices = []string{}
 		}
 		if out.Prompts == nil {
 			out.Prompts = []mcphost.Prompt{}
+		}
+		if out.Reviews == nil {
+			out.Reviews = []tableReview{}
 		}
 		if err := writeJSON(c.stdout, out); err != nil {
 			fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
@@ -184,9 +196,29 @@ func (c *cli) list(ctx context.Context, args []string) int {
 		}
 		return exitOK
 	}
-	writeList(c.stdout, s.AllTools(), s.Prompts(), s.Servers(), s.Notices(), colorFor(c.stdout))
+	p := colorFor(c.stdout)
+	writeList(c.stdout, s.AllTools(), s.Prompts(), c.servers(s), s.Notices(), p)
+	if err := writeReviews(c.stdout, c.reviews, p); err != nil {
+		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
+		return exitFail
+	}
 	return exitOK
 }
+
+// servers is the session's servers and, in name order among them, the
+// ones left out for review, as "unreviewed".
+func (c *cli) servers(s *mcphost.Session) []mcphost.ServerInfo {
+	out := s.Servers()
+	for _, r := range c.reviews {
+		out = append(out, mcphost.ServerInfo{Name: r.Server, State: stateUnreviewed, Confinement: "not started", Widens: []string{}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// stateUnreviewed is the state list shows for a server whose table needs
+// review.
+const stateUnreviewed mcphost.ServerState = "unreviewed"
 
 func (c *cli) check(ctx context.Context, args []string) int {
 	fs := c.flags("check", "check [-config F] [-worktree D] [-state D]",
@@ -202,6 +234,11 @@ func (c *cli) check(ctx context.Context, args []string) int {
 	code = exitOK
 	for _, n := range s.Notices() {
 		fmt.Fprintf(c.stdout, "notice: %s\n", pin.Visible(n))
+	}
+	for _, r := range c.reviews {
+		fmt.Fprintf(c.stdout, "server table [mcp.%s] is %s since its review and did not start: %s lies in %s, where servers can write; review it with: %s\n",
+			r.Server, r.Status, c.config, r.Writable, r.Approve)
+		code = exitFail
 	}
 	for _, srv := range s.Servers() {
 		if srv.State != mcphost.ServerRunning {
@@ -255,25 +292,44 @@ func (c *cli) check(ctx context.Context, args []string) int {
 }
 
 func (c *cli) approve(ctx context.Context, args []string) int {
-	fs := c.flags("approve", "approve [-config F] [-worktree D] [-state D] [-yes] TOOL...",
-		"  mcphost approve mcp__notes__list_notes\n  mcphost approve -yes mcp__notes__list_notes mcp__notes__add_note\n  mcphost approve instructions:notes prompt:notes/summarize\n")
+	fs := c.flags("approve", "approve [-config F] [-worktree D] [-state D] [-yes] TOOL|SERVER|instructions:SERVER|prompt:SERVER/NAME...",
+		"  mcphost approve mcp__notes__list_notes\n  mcphost approve -yes mcp__notes__list_notes mcp__notes__add_note\n"+
+			"  mcphost approve -config mcphost.toml notes   # review the [mcp.notes] table of a config servers could write\n"+
+			"  mcphost approve instructions:notes prompt:notes/summarize\n")
 	yes := fs.Bool("yes", false, "record without asking")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(c.stderr, "mcphost approve: name at least one TOOL (a model name such as mcp__notes__list_notes)")
+		fmt.Fprintln(c.stderr, "mcphost approve: name at least one TOOL (a model name such as mcp__notes__list_notes) or SERVER (a table such as notes)")
 		return exitUsage
+	}
+	in := bufio.NewReader(c.stdin)
+	var tables, tools []string
+	for _, a := range fs.Args() {
+		if isServerName(a) {
+			tables = append(tables, a)
+		} else {
+			tools = append(tools, a)
+		}
+	}
+	failed := false
+	if len(tables) > 0 {
+		failed = !c.approveTables(tables, *yes, func(q string) bool { return ask(in, c.stdout, q) })
+	}
+	if len(tools) == 0 {
+		if failed {
+			return exitFail
+		}
+		return exitOK
 	}
 	s, code := c.connect(ctx, mcphost.Options{ReadOnlyState: true})
 	if s == nil {
 		return code
 	}
 	defer s.Close()
-	in := bufio.NewReader(c.stdin)
 	var approved []string
-	failed := false
-	for _, name := range fs.Args() {
+	for _, name := range tools {
 		if server, ok := strings.CutPrefix(name, "instructions:"); ok {
 			if !c.reviewInstructions(s, server, in, *yes) {
 				failed = true
@@ -289,6 +345,11 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 		}
 		t, ok := s.Tool(name)
 		if !ok {
+			if r, gated := c.reviewOf(name); gated {
+				fmt.Fprintf(c.stderr, "mcphost approve: %s: server table [mcp.%s] needs review first (it did not start): %s\n", pin.Visible(name), r.Server, r.Approve)
+				failed = true
+				continue
+			}
 			fmt.Fprintf(c.stderr, "mcphost approve: no tool named %q (see mcphost list)\n", pin.Visible(name))
 			failed = true
 			continue
@@ -465,6 +526,11 @@ func (c *cli) call(ctx context.Context, args []string) int {
 	}
 	defer s.Close()
 	if _, ok := s.Tool(name); !ok {
+		if r, gated := c.reviewOf(name); gated {
+			fmt.Fprintf(c.stderr, "mcphost call: server table [mcp.%s] is %s since its review and did not start: %s lies in %s, where servers can write; review it with: %s\n",
+				r.Server, r.Status, c.config, r.Writable, r.Approve)
+			return exitFail
+		}
 		for _, n := range s.Notices() {
 			fmt.Fprintf(c.stderr, "notice: %s\n", pin.Visible(n))
 		}
@@ -492,6 +558,17 @@ func (c *cli) call(ctx context.Context, args []string) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// reviewOf returns the review that kept the server of the tool model name
+// from starting, if any.
+func (c *cli) reviewOf(model string) (tableReview, bool) {
+	for _, r := range c.reviews {
+		if strings.HasPrefix(model, "mcp__"+strings.ReplaceAll(r.Server, "-", "_")+"__") {
+			return r, true
+		}
+	}
+	return tableReview{}, false
 }
 
 func flagExit(err error) int {

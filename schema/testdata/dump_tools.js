@@ -1,14 +1,8 @@
 // dump_tools.js lists the tools of a stdio MCP server and prints
 // {"server", "version", "tools": [{"name", "inputSchema"}]} on one line.
-// It wrote reference_servers.json (joined into one array by hand):
-//
-//	mkdir /tmp/ref && cd /tmp/ref && npm init -y && npm install \
-//	  @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem \
-//	  @modelcontextprotocol/server-memory
-//	M=node_modules/@modelcontextprotocol
-//	node dump_tools.js server-everything 2026.8.31 node $M/server-everything/dist/index.js stdio
-//	node dump_tools.js server-filesystem 2026.8.31 node $M/server-filesystem/dist/index.js /tmp/ref
-//	node dump_tools.js server-memory 2026.8.31 node $M/server-memory/dist/index.js
+// The schema tests run it at test time on the npm reference servers that
+// `make deps` installs into testdata/interop (reference_servers_test.go),
+// so that their schemas are read from the servers and never copied here.
 //
 // Usage: node dump_tools.js LABEL VERSION COMMAND [ARG...]
 const { spawn } = require('child_process');

@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	host -hostile PATH -worktree DIR [-off] [-home DIR] [-no-userns UID] [-full] [-protect P] -ops JSON
+//	host -hostile PATH -worktree DIR [-off] [-home DIR] [-no-userns UID] [-full] [-protect P] [-proxy GRANTS] -ops JSON
 //
 // With -no-userns it must start as root of a user namespace of its own: it
 // forbids nested user namespaces there (user.max_user_namespaces = 0),
@@ -26,9 +26,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/mcphost/mcphost/egress"
 	"github.com/mcphost/mcphost/sandbox"
 )
 
@@ -42,6 +44,7 @@ func main() {
 	noUserNS := flag.Int("no-userns", 0, "forbid user namespaces, then become this user")
 	full := flag.Bool("full", false, "require full confinement")
 	protect := flag.String("protect", "", "a path to protect")
+	proxyGrants := flag.String("proxy", "", "give the server the network through an egress proxy granting these comma-separated destinations")
 	flag.Parse()
 	if *noUserNS != 0 {
 		if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0); err != nil {
@@ -77,6 +80,22 @@ func main() {
 	if *home != "" {
 		env = append(env, "HOME="+*home)
 	}
+	var proxy sandbox.Proxy
+	if *proxyGrants != "" {
+		var grants []egress.Grant
+		for _, d := range strings.Split(*proxyGrants, ",") {
+			g, err := egress.ParseGrant(d)
+			if err != nil {
+				fatal(err)
+			}
+			grants = append(grants, g)
+		}
+		p, err := egress.New(egress.Config{Grants: grants})
+		if err != nil {
+			fatal(err)
+		}
+		proxy = p
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p, err := sandbox.Start(ctx, sandbox.Config{
@@ -88,6 +107,7 @@ func main() {
 		RequireFull: *full,
 		Protect:     protects,
 		Stderr:      os.Stderr,
+		Proxy:       proxy,
 	})
 	if err != nil {
 		fatal(err)

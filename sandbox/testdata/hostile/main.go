@@ -20,7 +20,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -142,6 +145,39 @@ func do(req request) reply {
 			time.Sleep(10 * time.Millisecond)
 		}
 		return fail(fmt.Errorf("%s did not appear", a0))
+	case "suid":
+		// A set-user-ID copy of a0 at a1, made both ways: chmod after
+		// creating, and open(O_CREAT) with the mode.
+		b, err := os.ReadFile(a0)
+		if err != nil {
+			return fail(err)
+		}
+		if err := os.WriteFile(a1, b, 0o755); err != nil {
+			return fail(err)
+		}
+		if err := syscall.Chmod(a1, 0o4755); err != nil {
+			return fail(fmt.Errorf("chmod: %w", err))
+		}
+		return result("", nil)
+	case "create-sgid":
+		fd, err := syscall.Open(a0, syscall.O_CREAT|syscall.O_WRONLY|syscall.O_CLOEXEC, 0o2755)
+		if err != nil {
+			return fail(err)
+		}
+		syscall.Close(fd)
+		st, _ := os.Stat(a0)
+		if st.Mode()&os.ModeSetgid == 0 {
+			return fail(fmt.Errorf("created without the bit: %v", st.Mode()))
+		}
+		return result("", nil)
+	case "prlimit-parent":
+		// Take all descriptors from the process that started it (the
+		// helper): prlimit64(ppid, RLIMIT_NOFILE, {0, 0}, NULL).
+		lim := [2]uint64{0, 0}
+		_, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(os.Getppid()), syscall.RLIMIT_NOFILE, uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
+		return errnoResult(e)
+	case "renice-parent":
+		return result("", syscall.Setpriority(syscall.PRIO_PROCESS, os.Getppid(), 19))
 	case "stat":
 		st, err := os.Lstat(a0)
 		if err != nil {
@@ -207,6 +243,60 @@ func do(req request) reply {
 		_, err = c.Write([]byte("hostile\n"))
 		c.Close()
 		return result("", err)
+	case "proxy-connect":
+		// CONNECT a0 through the proxy $HTTPS_PROXY names, then a plain
+		// GET of / in the tunnel: out is the tunnelled response's body.
+		return proxyConnect(a0)
+	case "fetch":
+		// GET a0 with Go's net/http and the proxy of the environment.
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+		resp, err := client.Get(a0)
+		if err != nil {
+			return fail(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if resp.StatusCode != 200 {
+			return fail(fmt.Errorf("%s: %s", resp.Status, b))
+		}
+		return result(string(b), nil)
+	case "listen-tcp":
+		l, err := net.Listen("tcp", a0)
+		if err != nil {
+			return fail(err)
+		}
+		l.Close()
+		return result("", nil)
+	case "ttfb", "bulk":
+		// Open a connection to a0 (through $HTTPS_PROXY when it is set,
+		// directly otherwise), GET / (ttfb) or /bulk (bulk), and read the
+		// first byte of the answer (ttfb) or all of it (bulk): out is the
+		// nanoseconds that took, then the bytes read.
+		start := time.Now()
+		c, br, err := dialTarget(a0)
+		if err != nil {
+			return fail(err)
+		}
+		defer c.Close()
+		path := "/"
+		if req.Op == "bulk" {
+			path = "/bulk"
+		}
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, a0)
+		var n int64
+		if req.Op == "ttfb" {
+			if _, err := br.ReadByte(); err != nil {
+				return fail(err)
+			}
+			n = 1
+		} else if n, err = io.Copy(io.Discard, br); err != nil {
+			return fail(err)
+		}
+		return result(fmt.Sprintf("%d %d", time.Since(start).Nanoseconds(), n), nil)
+	case "lookup":
+		// A name lookup with the resolver of the system.
+		addrs, err := net.LookupHost(a0)
+		return result(strings.Join(addrs, " "), err)
 	case "udp":
 		// A raw socket call, so that the failure shows where it happens.
 		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM, 0)
@@ -341,6 +431,66 @@ func do(req request) reply {
 		os.Exit(n)
 	}
 	return fail(fmt.Errorf("unknown op %q", req.Op))
+}
+
+// dialTarget connects to target through the proxy of $HTTPS_PROXY (a
+// CONNECT tunnel) when it is set, and directly otherwise.
+func dialTarget(target string) (net.Conn, *bufio.Reader, error) {
+	proxy := os.Getenv("HTTPS_PROXY")
+	if proxy == "" {
+		c, err := net.DialTimeout("tcp", target, 3*time.Second)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, bufio.NewReader(c), nil
+	}
+	u, err := url.Parse(proxy)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 3*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != 200 {
+		c.Close()
+		return nil, nil, fmt.Errorf("CONNECT %s: %v %v", target, resp, err)
+	}
+	return c, br, nil
+}
+
+// proxyConnect tunnels to target through the proxy of $HTTPS_PROXY.
+func proxyConnect(target string) reply {
+	u, err := url.Parse(os.Getenv("HTTPS_PROXY"))
+	if err != nil || u.Host == "" {
+		return fail(fmt.Errorf("no proxy in HTTPS_PROXY (%q)", os.Getenv("HTTPS_PROXY")))
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 3*time.Second)
+	if err != nil {
+		return fail(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		return fail(err)
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fail(fmt.Errorf("CONNECT %s: %s: %s", target, resp.Status, b))
+	}
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", target)
+	inner, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return fail(err)
+	}
+	b, err := io.ReadAll(io.LimitReader(inner.Body, 1<<20))
+	return result(string(b), err)
 }
 
 func errnoResult(e syscall.Errno) reply {

@@ -1,0 +1,699 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The proxy's bounds. Each is per Proxy, that is per server.
+const (
+	// DefaultMaxConns bounds the connections a server has open to its
+	// proxy at once; one more is answered 503 and closed.
+	DefaultMaxConns = 64
+	// DefaultIdleTimeout is how long a connection (the server's, or one the
+	// proxy opened for it) may carry no byte in either direction before
+	// the proxy closes it.
+	DefaultIdleTimeout = 2 * time.Minute
+	// HeaderTimeout bounds the wait for a request's header.
+	HeaderTimeout = 10 * time.Second
+	// MaxHeaderBytes bounds a request's header.
+	MaxHeaderBytes = 16 << 10
+	// DialTimeout bounds resolving a granted name and connecting to it.
+	DialTimeout = 10 * time.Second
+	// MaxReported bounds the refused destinations reported through
+	// Config.Refused; after that many, one last Refusal says the rest go
+	// unreported.
+	MaxReported = 64
+)
+
+// ErrNotGranted is wrapped by the error of a connection the proxy refused
+// because the server's grant does not name its destination, or the granted
+// name resolved only to addresses the grant does not allow.
+var ErrNotGranted = errors.New("egress: destination not granted")
+
+// Resolver looks up the addresses of a name; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Refusal is a destination the proxy refused, reported once per Proxy.
+type Refusal struct {
+	// Host is the name or address the server asked for, lowercased and
+	// cut to 253 bytes; it is the server's text, so show it escaped.
+	// Empty when the refusal is not about one destination (the
+	// connection bound, or the end of reporting).
+	Host string
+	// Port is the port it asked for (0 with an empty Host).
+	Port uint16
+	// Reason says why, for a person.
+	Reason string
+	// Grant is a grant, in the form ParseGrant reads, that would let this
+	// destination through; empty when none would (the host is not a
+	// name or address a grant can name).
+	Grant string
+}
+
+// Config configures a Proxy. The zero value of each field but Grants has a
+// documented default.
+type Config struct {
+	// Grants are the destinations the server may reach; nothing else is
+	// reachable. A name is resolved only once a request for it is found
+	// granted.
+	Grants []Grant
+	// Resolver resolves granted names; nil means net.DefaultResolver.
+	Resolver Resolver
+	// Dial opens a connection to a vetted address ("203.0.113.7:443");
+	// nil means a net.Dialer. Tests use it to see what the proxy dials.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// MaxConns bounds the server's connections at once; 0 means
+	// DefaultMaxConns.
+	MaxConns int
+	// IdleTimeout closes a connection idle that long; 0 means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Refused, when not nil, is called once for each refused destination
+	// (at most MaxReported times, then once more to say so) and once when
+	// the connection bound is first hit. It is called from the proxy's
+	// goroutines, one call at a time, and must not block for long.
+	Refused func(Refusal)
+}
+
+// Proxy is the way out for one server: an HTTP proxy (CONNECT tunnels and
+// plain-HTTP forwarding with absolute URLs) that lets through only the
+// destinations of its grants. Serve may be called again after an earlier
+// Serve returned (a restarted server); refusals are reported once per
+// Proxy, not per Serve. Its methods are safe for concurrent use.
+type Proxy struct {
+	cfg       Config
+	dial      func(ctx context.Context, network, address string) (net.Conn, error)
+	transport *http.Transport
+	forward   *httputil.ReverseProxy
+
+	reportMu sync.Mutex // serializes cfg.Refused
+	mu       sync.Mutex
+	reported map[string]bool
+	overflow bool // the end of reporting was reported
+	limited  bool // the connection bound was reported
+	conns    map[*trackedConn]struct{}
+	clients  int
+	closing  bool           // Serve is ending: new connections are closed at once
+	handlers sync.WaitGroup // requests being served
+}
+
+// New returns a Proxy for cfg. It fails, wrapping ErrBadGrant, when a
+// grant is not one ParseGrant could return.
+func New(cfg Config) (*Proxy, error) {
+	for _, g := range cfg.Grants {
+		if h, err := ParseGrant(g.String()); err != nil || h != g {
+			return nil, fmt.Errorf("%w: %+v is not a parsed grant", ErrBadGrant, g)
+		}
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	p := &Proxy{cfg: cfg, reported: make(map[string]bool), conns: make(map[*trackedConn]struct{})}
+	p.dial = cfg.Dial
+	if p.dial == nil {
+		p.dial = (&net.Dialer{}).DialContext
+	}
+	p.transport = &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, port, err := splitHostPort(addr, 80)
+			if err != nil {
+				return nil, err
+			}
+			ctx, cancel := context.WithTimeout(ctx, DialTimeout)
+			defer cancel()
+			return p.open(ctx, host, port)
+		},
+		MaxIdleConns:          cfg.MaxConns,
+		IdleConnTimeout:       cfg.IdleTimeout,
+		ResponseHeaderTimeout: cfg.IdleTimeout,
+		// The server's own TLS goes through CONNECT; this transport only
+		// forwards plain HTTP, and must not add a proxy of its own.
+		Proxy: nil,
+	}
+	p.forward = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			// The request's URL is absolute already; only the server's
+			// choice of host and path goes on.
+			pr.Out.URL = pr.In.URL
+			pr.Out.Host = pr.In.Host
+		},
+		Transport:     p.transport,
+		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, err)
+		},
+	}
+	return p, nil
+}
+
+// Serve accepts the server's connections from l and serves them until l is
+// closed; then it closes every connection it opened or accepted and returns
+// nil once their goroutines are done. Other errors of Accept (out of
+// descriptors) are retried, after a pause of up to a second. Serve is
+// called once at a time.
+func (p *Proxy) Serve(l net.Listener) error {
+	p.mu.Lock()
+	p.closing = false
+	p.mu.Unlock()
+	conns := make(chan net.Conn)
+	cl := &chanListener{conns: conns, addr: l.Addr(), done: make(chan struct{})}
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(p.serveHTTP),
+		ReadHeaderTimeout: HeaderTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		IdleTimeout:       p.cfg.IdleTimeout,
+		ErrorLog:          log.New(io.Discard, "", 0),
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if st == http.StateClosed {
+				if tc, ok := c.(*trackedConn); ok {
+					p.untrack(tc)
+				}
+			}
+		},
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		srv.Serve(cl)
+	}()
+	stop := make(chan struct{})
+	go func() {
+		defer wg.Done()
+		p.watch(stop)
+	}()
+	var backoff time.Duration
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				break
+			}
+			// Out of descriptors, say: the server keeps its proxy, and
+			// tries again a little later (at most once a second).
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		tc, ok := p.admit(c)
+		if !ok {
+			continue
+		}
+		select {
+		case conns <- tc:
+		case <-cl.done:
+			tc.Close()
+		}
+	}
+	close(stop)
+	srv.Close()
+	p.closeAll()
+	wg.Wait()
+	p.handlers.Wait()
+	p.transport.CloseIdleConnections()
+	return nil
+}
+
+// admit counts a new connection of the server, refusing it over the bound.
+func (p *Proxy) admit(c net.Conn) (*trackedConn, bool) {
+	p.mu.Lock()
+	if p.clients >= p.cfg.MaxConns {
+		first := !p.limited
+		p.limited = true
+		p.mu.Unlock()
+		go func() {
+			// Answer without reading: the server learns why, and a
+			// server that never reads cannot hold this goroutine.
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+			c.Close()
+		}()
+		if first {
+			p.report(Refusal{Reason: fmt.Sprintf("the server opened more than %d connections to its network proxy at once; the rest were refused", p.cfg.MaxConns)})
+		}
+		return nil, false
+	}
+	p.clients++
+	p.mu.Unlock()
+	return p.track(c, true), true
+}
+
+// track registers c for the idle watch and for closing at the end.
+func (p *Proxy) track(c net.Conn, client bool) *trackedConn {
+	tc := &trackedConn{Conn: c, p: p, client: client}
+	tc.touch()
+	p.mu.Lock()
+	closing := p.closing
+	if !closing {
+		p.conns[tc] = struct{}{}
+	}
+	p.mu.Unlock()
+	if closing {
+		c.Close()
+	}
+	return tc
+}
+
+func (p *Proxy) untrack(tc *trackedConn) {
+	p.mu.Lock()
+	if _, ok := p.conns[tc]; ok {
+		delete(p.conns, tc)
+		if tc.client {
+			p.clients--
+		}
+	}
+	p.mu.Unlock()
+}
+
+// watch closes idle connections until stop is closed.
+func (p *Proxy) watch(stop <-chan struct{}) {
+	tick := p.cfg.IdleTimeout / 4
+	if tick > time.Second {
+		tick = time.Second
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		limit := time.Now().Add(-p.cfg.IdleTimeout).UnixNano()
+		var idle []*trackedConn
+		p.mu.Lock()
+		for tc := range p.conns {
+			if tc.last.Load() < limit {
+				idle = append(idle, tc)
+			}
+		}
+		p.mu.Unlock()
+		for _, tc := range idle {
+			tc.Close()
+		}
+	}
+}
+
+func (p *Proxy) closeAll() {
+	p.mu.Lock()
+	p.closing = true
+	all := make([]*trackedConn, 0, len(p.conns))
+	for tc := range p.conns {
+		all = append(all, tc)
+	}
+	p.mu.Unlock()
+	for _, tc := range all {
+		tc.Close()
+	}
+}
+
+// trackedConn is a connection whose last transfer the idle watch sees.
+type trackedConn struct {
+	net.Conn
+	p      *Proxy
+	client bool
+	last   atomic.Int64 // UnixNano of the last byte moved
+	once   sync.Once
+}
+
+func (c *trackedConn) touch() { c.last.Store(time.Now().UnixNano()) }
+
+func (c *trackedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.touch()
+	}
+	return n, err
+}
+
+func (c *trackedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if n > 0 {
+		c.touch()
+	}
+	return n, err
+}
+
+func (c *trackedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.p.untrack(c) })
+	return err
+}
+
+// closeWrite half-closes c where it can, and closes it otherwise.
+func closeWrite(c net.Conn) {
+	inner := c
+	if tc, ok := c.(*trackedConn); ok {
+		inner = tc.Conn
+	}
+	if cw, ok := inner.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+		return
+	}
+	c.Close()
+}
+
+// chanListener hands http.Server the connections Serve admitted.
+type chanListener struct {
+	conns <-chan net.Conn
+	addr  net.Addr
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }
+
+// serveHTTP serves one request of the server: a CONNECT tunnel or a
+// plain-HTTP request with an absolute URL.
+func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	p.handlers.Add(1)
+	defer p.handlers.Done()
+	if r.Method == http.MethodConnect {
+		p.tunnel(w, r)
+		return
+	}
+	if r.URL.Scheme != "http" || r.URL.Host == "" {
+		http.Error(w, "mcphost network proxy: send CONNECT host:port, or a plain-HTTP request with an absolute http:// URL", http.StatusBadRequest)
+		return
+	}
+	p.forward.ServeHTTP(w, r)
+}
+
+// tunnel serves a CONNECT request.
+func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
+	host, port, err := splitHostPort(r.Host, 0)
+	if err != nil {
+		http.Error(w, "mcphost network proxy: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), DialTimeout)
+	up, err := p.open(ctx, host, port)
+	cancel()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		up.Close()
+		http.Error(w, "mcphost network proxy: cannot tunnel", http.StatusInternalServerError)
+		return
+	}
+	c, brw, err := hj.Hijack()
+	if err != nil {
+		up.Close()
+		return
+	}
+	defer c.Close()
+	defer up.Close()
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	// What the server sent after its CONNECT (a TLS hello, say) may be
+	// buffered already.
+	var down io.Reader = c
+	if n := brw.Reader.Buffered(); n > 0 {
+		buffered, _ := brw.Reader.Peek(n)
+		down = io.MultiReader(strings.NewReader(string(buffered)), c)
+	}
+	done := make(chan struct{}, 2)
+	go func() {
+		pipe(up, down)
+		closeWrite(up)
+		done <- struct{}{}
+	}()
+	go func() {
+		pipe(c, up)
+		closeWrite(c)
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
+}
+
+// tunnelBuffer is the size of the buffer of each direction of a tunnel:
+// larger than io.Copy's 32 KiB, for fewer system calls on a download.
+const tunnelBuffer = 256 << 10
+
+var tunnelBuffers = sync.Pool{New: func() any { b := make([]byte, tunnelBuffer); return &b }}
+
+// pipe copies src to dst until either fails.
+func pipe(dst io.Writer, src io.Reader) {
+	buf := tunnelBuffers.Get().(*[]byte)
+	defer tunnelBuffers.Put(buf)
+	// Hide dst's ReadFrom and src's WriteTo: through trackedConn they
+	// would fall back to a 32 KiB copy anyway.
+	io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, *buf)
+}
+
+// writeError answers a request the proxy could not carry out.
+func writeError(w http.ResponseWriter, err error) {
+	code := http.StatusBadGateway
+	if errors.Is(err, ErrNotGranted) {
+		code = http.StatusForbidden
+	}
+	http.Error(w, "mcphost network proxy: "+err.Error(), code)
+}
+
+// splitHostPort reads "host:port" or "[v6]:port"; a missing port is def,
+// or an error when def is 0.
+func splitHostPort(hostport string, def uint16) (string, uint16, error) {
+	host, portText, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if def == 0 || strings.Contains(hostport, "]") || strings.Count(hostport, ":") > 0 {
+			return "", 0, fmt.Errorf("%q is not host:port", cut(hostport))
+		}
+		return hostport, def, nil
+	}
+	n, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil || n == 0 {
+		return "", 0, fmt.Errorf("%q has no valid port", cut(hostport))
+	}
+	return host, uint16(n), nil
+}
+
+// open vets the destination host:port against the grants, resolves it if
+// it is a granted name, and connects to the first allowed address that
+// answers.
+func (p *Proxy) open(ctx context.Context, host string, port uint16) (net.Conn, error) {
+	addrs, err := p.vet(ctx, host, port)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, a := range addrs {
+		c, err := p.dial(ctx, "tcp", netip.AddrPortFrom(a, port).String())
+		if err == nil {
+			return p.track(c, false), nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("egress: connecting to %s: %w", net.JoinHostPort(cut(host), strconv.Itoa(int(port))), errors.Join(errs...))
+}
+
+// vet returns the addresses the server may reach for host:port, or an
+// error wrapping ErrNotGranted (reported once) when it may reach none.
+// Only a granted name is resolved.
+func (p *Proxy) vet(ctx context.Context, host string, port uint16) ([]netip.Addr, error) {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if a, err := netip.ParseAddr(h); err == nil {
+		a = a.Unmap()
+		for _, g := range p.cfg.Grants {
+			if a.Zone() == "" && g.matchAddr(a, port) {
+				return []netip.Addr{a}, nil
+			}
+		}
+		return nil, p.refuse(h, port, "not in the server's network grant", suggest(h, port))
+	}
+	if checkName(h) != nil || isNumericName(h) {
+		return nil, p.refuse(h, port, "not a host name", "")
+	}
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		for _, g := range p.cfg.Grants {
+			if h == "localhost" && g.Host == "localhost" && g.Port == port {
+				return []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}, nil
+			}
+		}
+		return nil, p.refuse(h, port, "not in the server's network grant", suggest(h, port))
+	}
+	granted := false
+	for _, g := range p.cfg.Grants {
+		if g.matchName(h, port) {
+			granted = true
+			break
+		}
+	}
+	if !granted {
+		return nil, p.refuse(h, port, "not in the server's network grant", suggest(h, port))
+	}
+	found, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", h)
+	if err != nil {
+		return nil, fmt.Errorf("egress: resolving %s: %w", h, err)
+	}
+	var ok, other []netip.Addr
+	for _, a := range found {
+		a = a.Unmap()
+		if isPublic(a) || p.addrGranted(a, port) {
+			ok = append(ok, a)
+		} else {
+			other = append(other, a)
+		}
+	}
+	if len(ok) == 0 {
+		return nil, p.refuse(h, port, fmt.Sprintf("it resolves only to loopback, private or link-local addresses (%s), which a granted name may not reach unless the address is granted too", joinAddrs(other)), addrGrantExample(other, port))
+	}
+	return ok, nil
+}
+
+func (p *Proxy) addrGranted(a netip.Addr, port uint16) bool {
+	for _, g := range p.cfg.Grants {
+		if g.Addr.IsValid() && g.matchAddr(a, port) {
+			return true
+		}
+	}
+	return false
+}
+
+func joinAddrs(as []netip.Addr) string {
+	var s []string
+	for i, a := range as {
+		if i == 4 {
+			s = append(s, "...")
+			break
+		}
+		s = append(s, a.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+func addrGrantExample(as []netip.Addr, port uint16) string {
+	if len(as) == 0 {
+		return ""
+	}
+	return suggest(as[0].String(), port)
+}
+
+// suggest returns the grant that names host:port, or "" when no grant can.
+func suggest(host string, port uint16) string {
+	hp := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	if _, err := netip.ParseAddr(host); err != nil && host != "localhost" && (port == 443 || port == 80) {
+		hp = host
+	}
+	g, err := ParseGrant(hp)
+	if err != nil {
+		return ""
+	}
+	return g.String()
+}
+
+// refuse reports host:port once and returns the error for the request.
+func (p *Proxy) refuse(host string, port uint16, reason, grant string) error {
+	host = cut(host)
+	key := host + ":" + strconv.Itoa(int(port))
+	p.mu.Lock()
+	var send []Refusal
+	if !p.reported[key] {
+		if len(p.reported) < MaxReported {
+			p.reported[key] = true
+			send = append(send, Refusal{Host: host, Port: port, Reason: reason, Grant: grant})
+		} else if !p.overflow {
+			p.overflow = true
+			send = append(send, Refusal{Reason: fmt.Sprintf("more than %d destinations were refused; the rest are not reported", MaxReported)})
+		}
+	}
+	p.mu.Unlock()
+	for _, r := range send {
+		p.report(r)
+	}
+	return fmt.Errorf("%w: %s: %s", ErrNotGranted, net.JoinHostPort(host, strconv.Itoa(int(port))), reason)
+}
+
+func (p *Proxy) report(r Refusal) {
+	if p.cfg.Refused == nil {
+		return
+	}
+	p.reportMu.Lock()
+	defer p.reportMu.Unlock()
+	p.cfg.Refused(r)
+}
+
+// cut bounds a server-supplied host for errors and reports.
+func cut(s string) string {
+	if len(s) > maxName {
+		return s[:maxName]
+	}
+	return s
+}
+
+// nonPublic are the IPv4 ranges that are not the public internet beyond
+// what netip's predicates cover: shared address space (carrier NAT, and
+// what VPNs such as Tailscale use), "this network", IETF protocol
+// assignments, benchmarking and the reserved 240/4.
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("fec0::/10"), // site-local, deprecated but routed by some
+}
+
+// nat64 is the well-known NAT64 prefix, whose addresses stand for the IPv4
+// address in their last 32 bits.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// isPublic reports whether a is an address on the public internet: not
+// loopback, private, link-local, multicast, unspecified or reserved.
+func isPublic(a netip.Addr) bool {
+	a = a.Unmap()
+	if !a.IsGlobalUnicast() || a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() {
+		return false
+	}
+	for _, p := range nonPublic {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	if nat64.Contains(a) {
+		b := a.As16()
+		return isPublic(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+	}
+	return true
+}

@@ -1,0 +1,98 @@
+package interop_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcphost/mcphost/mcphost"
+)
+
+// npxPackage is the server the launcher test fetches, pinned.
+const npxPackage = "@modelcontextprotocol/server-sequential-thinking@2026.8.31"
+
+// npmRegistry returns the registry this machine's npm uses, from npm's own
+// config (never a host written here), and the network grant that reaches
+// it.
+func npmRegistry(t *testing.T, npm string) (registry, grant string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, npm, "config", "get", "registry").Output()
+	if err != nil {
+		t.Fatalf("npm config get registry: %v", err)
+	}
+	registry = strings.TrimSpace(string(out))
+	u, err := url.Parse(registry)
+	if err != nil || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		t.Fatalf("npm's registry %q is not an http(s) URL", registry)
+	}
+	grant = u.Hostname()
+	if u.Port() != "" {
+		grant = u.Host
+	}
+	return registry, grant
+}
+
+// TestNpxThroughRegistryGrant: a server launched with `npx -y`, as most
+// published configs do, starts confined with only its registry granted,
+// fetches its package through the proxy and lists its tool.
+func TestNpxThroughRegistryGrant(t *testing.T) {
+	t.Parallel()
+	npx, err := exec.LookPath("npx")
+	if err != nil {
+		skipOrFail(t, fmt.Sprintf("SKIP: npx is not installed (%v)", err))
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		skipOrFail(t, fmt.Sprintf("SKIP: npm is not installed (%v)", err))
+	}
+	nodePath(t) // skips without node
+	registry, grant := npmRegistry(t, npm)
+	h := newHarness(t)
+	// npx keeps its cache under HOME. Until servers get a private HOME
+	// of their own (issue 15), the test gives this one a temporary HOME
+	// and the write grant for it.
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := mcphost.ServerConfig{
+		Name:    "thinking",
+		Command: []string{npx, "-y", npxPackage},
+		Env: map[string]string{
+			"HOME":                       home,
+			"npm_config_registry":        registry,
+			"npm_config_update_notifier": "false",
+			"npm_config_fund":            "false",
+			"npm_config_audit":           "false",
+		},
+		Write:          []string{home},
+		NetworkGrant:   []string{grant},
+		Allow:          []string{"sequentialthinking"},
+		StartupTimeout: 2 * startupTimeout, // the harness bounds Connect by as much
+		CallTimeout:    time.Minute,
+	}
+	s := h.connect(h.opts(), cfg)
+	info := s.Servers()[0]
+	if !strings.Contains(info.Confinement, "+netns+proxy") || info.Network != grant {
+		t.Errorf("server info %+v: want the network through its proxy, granted %q", info, grant)
+	}
+	var names []string
+	for _, tool := range s.Tools() {
+		names = append(names, tool.Name)
+	}
+	if len(names) != 1 || names[0] != "mcp__thinking__sequentialthinking" {
+		t.Fatalf("tools %q, want mcp__thinking__sequentialthinking; notices:\n%s", names, strings.Join(s.Notices(), "\n"))
+	}
+	for _, n := range s.Notices() {
+		if strings.Contains(n, "tried to reach") {
+			t.Errorf("npx was refused a destination: %s", n)
+		}
+	}
+}

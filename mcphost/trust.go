@@ -1,0 +1,265 @@
+package mcphost
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcphost/mcphost/sandbox"
+)
+
+// DefaultConfigNames are the file names in the worktree that mcphost reads
+// by default (the CLI's -config, a lock file): protected for every server
+// when they exist, so that no server can plant a config or lock there.
+var defaultConfigNames = []string{"mcphost.toml", "mcphost.lock"}
+
+// expand makes the paths of one key of a table absolute: "~/..." is the
+// user's home, a relative path is relative to the worktree.
+func (s *Session) expand(server, key string, paths []string) ([]string, error) {
+	return expandPaths(server, key, paths, s.worktree, s.hostEnv())
+}
+
+func expandPaths(server, key string, paths []string, worktree string, hostEnv []string) ([]string, error) {
+	home := ""
+	for _, kv := range hostEnv {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		dir := strings.HasSuffix(p, "/") && p != "/"
+		switch {
+		case p == "~" || strings.HasPrefix(p, "~/"):
+			if home == "" {
+				return nil, fmt.Errorf("[mcp.%s] %s: %q: HOME is not set", server, key, p)
+			}
+			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		case !filepath.IsAbs(p):
+			p = filepath.Join(worktree, p)
+		}
+		p = filepath.Clean(p)
+		if dir && key == "protect" {
+			p += "/" // kept for protectPaths: a directory to create
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// argv is the command as the sandbox runs it: a relative path with a '/'
+// names a program in the worktree, wherever the host itself runs from.
+func (s *Session) argv(cfg ServerConfig) []string {
+	argv := cfg.Command
+	if strings.ContainsRune(argv[0], '/') && !filepath.IsAbs(argv[0]) {
+		argv = append([]string{filepath.Join(s.worktree, argv[0])}, argv[1:]...)
+	}
+	return argv
+}
+
+// protectPaths decides, before any server starts, what every server's
+// sandbox protects: the state directory and config file; the worktree's
+// mcphost.toml and mcphost.lock; the protect entries of Options and of
+// every table (directories created if missing); and every server's program
+// files (sandbox.Programs). A file that does not exist, or is a symbolic
+// link, cannot be protected in place: it gets a notice instead.
+func (s *Session) protectPaths() []string {
+	out := []string{s.opts.StateDir}
+	if s.opts.ConfigFile != "" {
+		out = append(out, s.opts.ConfigFile)
+	}
+	type entry struct{ path, from string }
+	var entries []entry
+	for _, n := range defaultConfigNames {
+		entries = append(entries, entry{filepath.Join(s.worktree, n), ""})
+	}
+	if opt, err := expandPaths("", "protect", s.opts.Protect, s.worktree, s.hostEnv()); err == nil {
+		for _, p := range opt {
+			entries = append(entries, entry{p, "Options.Protect"})
+		}
+	} else {
+		s.addNotice("Options.Protect: " + strings.TrimPrefix(err.Error(), "[mcp.] protect: "))
+	}
+	for _, name := range s.order {
+		ps, err := s.expand(name, "protect", s.servers[name].cfg.Protect)
+		if err != nil {
+			s.addNotice(err.Error())
+			continue
+		}
+		for _, p := range ps {
+			entries = append(entries, entry{p, "[mcp." + name + "] protect"})
+		}
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		p, isDir := strings.CutSuffix(e.path, "/")
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if isDir {
+			if err := s.makeDir(p); err != nil {
+				s.addNotice(fmt.Sprintf("%s: directory %s could not be created, so it is not protected: %v", e.from, p, err))
+				continue
+			}
+		}
+		st, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if e.from != "" {
+				s.addNotice(fmt.Sprintf("%s: %s does not exist, so it is not protected and a server could create it: create it (a directory: end the entry with /) before the servers start", e.from, p))
+			}
+			continue
+		case err != nil:
+			s.addNotice(fmt.Sprintf("%s: %s is not protected: %v", e.from, p, err))
+			continue
+		case st.Mode()&fs.ModeSymlink != 0:
+			s.addNotice(fmt.Sprintf("%s is a symbolic link, which cannot be protected in place (a server may have planted it): it is not protected; replace it by the file it names", p))
+			continue
+		}
+		out = append(out, p)
+	}
+	// Only programs some server could write need protecting; the rest
+	// would cost every start a check for nothing.
+	writable := []string{s.worktree}
+	for _, name := range s.order {
+		if w, err := s.expand(name, "write", s.servers[name].cfg.Write); err == nil {
+			for _, p := range w {
+				writable = append(writable, p)
+				if c, err := filepath.EvalSymlinks(p); err == nil {
+					writable = append(writable, c)
+				}
+			}
+		}
+	}
+	for _, name := range s.order {
+		cfg := s.servers[name].cfg
+		progs, err := sandbox.Programs(sandbox.Config{Name: name, Argv: s.argv(cfg), Worktree: s.worktree, Env: cfg.Env, HostEnv: s.opts.HostEnv})
+		if err != nil {
+			continue // that server will not start either, and says why
+		}
+		for _, p := range progs {
+			for _, w := range writable {
+				if under(p, w) {
+					out = append(out, p)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// under reports whether p is root or lies beneath it, lexically.
+func under(p, root string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// makeDir creates the directory p and its parents. Inside the worktree it
+// does so through an os.Root, so that a symbolic link a server planted on
+// the way cannot make the host create directories outside it.
+func (s *Session) makeDir(p string) error {
+	rel, err := filepath.Rel(s.worktree, p)
+	if err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		root, err := os.OpenRoot(s.worktree)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		return root.MkdirAll(rel, 0o755)
+	}
+	return os.MkdirAll(p, 0o755)
+}
+
+// widens lists what cfg grants beyond the default confinement.
+func (s *Session) widens(cfg ServerConfig) []string {
+	return Widens(cfg, s.worktree, s.hostEnv())
+}
+
+// Widens lists what a server's table grants beyond the default
+// confinement, in words for a person: "sandbox = off (unconfined)",
+// "network", "git = write (writable git directory)" and "write PATH
+// (outside the worktree)" for each write path outside worktree. It returns
+// an empty, non-nil slice for a table that widens nothing.
+func Widens(cfg ServerConfig, worktree string, hostEnv []string) []string {
+	out := []string{}
+	if cfg.Unconfined {
+		out = append(out, "sandbox = off (unconfined)")
+	}
+	if cfg.Network {
+		out = append(out, "network")
+	}
+	if cfg.WritableGit {
+		out = append(out, "git = write (writable git directory)")
+	}
+	write, _ := expandPaths(cfg.Name, "write", cfg.Write, worktree, hostEnv)
+	for _, w := range write {
+		if rel, err := filepath.Rel(worktree, w); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			out = append(out, "write "+w+" (outside the worktree)")
+		}
+	}
+	return out
+}
+
+// Definition returns the whole table as JSON, defaults filled in: what a
+// person reviews before a config that a server could have written may
+// start the server (every key decides what runs and how it is confined).
+// Its pin.Digest is what the review records.
+//
+// It is ServerConfig's JSON form, with the two timeouts written as Go
+// durations ("30s") rather than nanoseconds, for the person reading it.
+func (sc ServerConfig) Definition() (json.RawMessage, error) {
+	sc = sc.withDefaults()
+	b, err := json.Marshal(sc)
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: server %s: %w", sc.Name, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("mcphost: server %s: %w", sc.Name, err)
+	}
+	m["startup_timeout"] = sc.StartupTimeout.String()
+	m["call_timeout"] = sc.CallTimeout.String()
+	return json.Marshal(m)
+}
+
+// WritablePaths returns the paths some server of servers may write under
+// opts: the worktree and every write path, absolute and, where they exist,
+// resolved through symbolic links (both forms are returned then). A file
+// at or beneath one of them could have been written by a server.
+func WritablePaths(servers []ServerConfig, opts Options) ([]string, error) {
+	wt := opts.Worktree
+	if wt == "" {
+		wt = "."
+	}
+	wt, err := filepath.Abs(wt)
+	if err == nil {
+		wt, err = filepath.EvalSymlinks(wt)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: worktree: %w", err)
+	}
+	hostEnv := opts.HostEnv
+	if hostEnv == nil {
+		hostEnv = os.Environ()
+	}
+	out := []string{wt}
+	for _, sc := range servers {
+		w, err := expandPaths(sc.Name, "write", sc.Write, wt, hostEnv)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range w {
+			out = append(out, p)
+			if c, err := filepath.EvalSymlinks(p); err == nil && c != p {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}

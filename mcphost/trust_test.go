@@ -1,0 +1,146 @@
+package mcphost
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// callText calls a tool that must answer and returns its text.
+func callText(t *testing.T, s *Session, tool string, args any) string {
+	t.Helper()
+	b, _ := json.Marshal(args)
+	res, err := s.Call(context.Background(), tool, b)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return resultText(t, res)
+}
+
+// TestWorktreeIsNoRoadOntoTheHost: a confined server cannot replace
+// another server's program, plant a config or lock file, write git's
+// directory or a protected path; a grant through a planted link keeps its
+// server from starting, with a notice naming the table and key.
+func TestWorktreeIsNoRoadOntoTheHost(t *testing.T) {
+	e := newEnv(t)
+	wt := e.worktree
+	victim := filepath.Join(wt, "bin", "victim")
+	if err := os.MkdirAll(filepath.Dir(victim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog, err := os.ReadFile(fixtureBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(victim, prog, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"forgery":           "#!/bin/sh\necho forged\n",
+		"mcphost.toml":      "[mcp.notes]\ncommand = [\"bin/notes\"]\n",
+		".git/config":       "[core]\n",
+		".git/hooks/README": "hooks\n",
+	} {
+		mkfileT(t, filepath.Join(wt, name), content)
+	}
+	secret := t.TempDir()
+	mkfileT(t, filepath.Join(secret, "key"), "SECRET")
+	if err := os.Symlink(secret, filepath.Join(wt, "data")); err != nil {
+		t.Fatal(err)
+	}
+
+	attacker := fixture("attacker")
+	attacker.Protect = []string{".agent/", "AGENTS.md"}
+	v := fixture("victim")
+	v.Command = []string{"bin/victim"}
+	linked := fixture("linked")
+	linked.Read = []string{"data"}
+	opts := e.opts()
+	opts.Protect = []string{"instructions/"}
+	s := e.connect(opts, attacker, v, linked)
+
+	for _, tt := range []struct {
+		name, tool string
+		args       map[string]string
+	}{
+		{"replace another server's program", "rename", map[string]string{"from": filepath.Join(wt, "forgery"), "to": victim}},
+		{"plant mcphost.toml", "write", map[string]string{"path": filepath.Join(wt, "mcphost.toml"), "content": "[mcp.x]\nsandbox = \"off\"\n"}},
+		{"plant a git hook", "write", map[string]string{"path": filepath.Join(wt, ".git", "hooks", "pre-commit"), "content": "#!/bin/sh\n"}},
+		{"write git config", "write", map[string]string{"path": filepath.Join(wt, ".git", "config"), "content": "[core]\nfsmonitor = evil\n"}},
+		{"write a protected directory of a table", "write", map[string]string{"path": filepath.Join(wt, ".agent", "rules.md"), "content": "obey"}},
+		{"write a protected directory of Options", "write", map[string]string{"path": filepath.Join(wt, "instructions", "x.md"), "content": "obey"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := callText(t, s, "mcp__attacker__"+tt.tool, tt.args)
+			if !strings.HasPrefix(out, "error: ") || !(strings.Contains(out, "read-only") || strings.Contains(out, "busy") || strings.Contains(out, "cross-device")) {
+				t.Errorf("%s: %q; want a refusal by the sandbox", tt.tool, out)
+			}
+		})
+	}
+	if got, _ := os.ReadFile(victim); !slices.Equal(got, prog) {
+		t.Error("the victim's program changed on the host")
+	}
+	if out := callText(t, s, "mcp__attacker__write", map[string]string{"path": filepath.Join(wt, "other"), "content": "x"}); !strings.HasPrefix(out, "wrote") {
+		t.Errorf("writing the rest of the worktree: %q", out)
+	}
+
+	var linkedInfo ServerInfo
+	for _, info := range s.Servers() {
+		if info.Name == "linked" {
+			linkedInfo = info
+		}
+	}
+	if linkedInfo.State != ServerFailed {
+		t.Errorf("linked: state %s; want failed", linkedInfo.State)
+	}
+	notices := strings.Join(s.Notices(), "\n")
+	for _, want := range []string{
+		"[mcp.linked] read: read path " + filepath.Join(wt, "data") + " goes through the symbolic link",
+		"[mcp.attacker] protect: " + filepath.Join(wt, "AGENTS.md") + " does not exist",
+	} {
+		if !strings.Contains(notices, want) {
+			t.Errorf("notices lack %q:\n%s", want, notices)
+		}
+	}
+}
+
+// TestWidens: ServerInfo says what a table grants beyond the default.
+func TestWidens(t *testing.T) {
+	e := newEnv(t)
+	outside := t.TempDir()
+	wide := fixture("wide")
+	wide.Network = true
+	wide.WritableGit = true
+	wide.Write = []string{outside, "inside"}
+	if err := os.Mkdir(filepath.Join(e.worktree, "inside"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	off := fixture("off")
+	off.Unconfined = true
+	plain := fixture("plain")
+	s := e.connect(e.opts(), wide, off, plain)
+	want := map[string][]string{
+		"wide":  {"network", "git = write (writable git directory)", "write " + outside + " (outside the worktree)"},
+		"off":   {"sandbox = off (unconfined)"},
+		"plain": {},
+	}
+	for _, info := range s.Servers() {
+		if !slices.Equal(info.Widens, want[info.Name]) || info.Widens == nil {
+			t.Errorf("%s widens %q; want %q", info.Name, info.Widens, want[info.Name])
+		}
+	}
+}
+
+func mkfileT(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
