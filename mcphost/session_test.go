@@ -165,8 +165,8 @@ func TestParallelStart(t *testing.T) {
 	start := time.Now()
 	s := e.connect(e.opts(), servers...)
 	took := time.Since(start)
-	if got := len(s.AllTools()); got != n*14 {
-		t.Errorf("%d tools; want %d", got, n*14)
+	if got := len(s.AllTools()); got != n*15 {
+		t.Errorf("%d tools; want %d", got, n*15)
 	}
 	// Serial starts would take at least n*delay; this bound is loose on
 	// purpose (shared 2-core machines) but still proves overlap.
