@@ -61,6 +61,21 @@
 // sentinel errors of this package (ErrDenied, ErrNeedsApproval, ErrDeclined,
 // ErrBadArguments, ErrServerGone, ErrTimeout, ErrUnknownTool, ErrClosed).
 //
+// # Beyond tools
+//
+// What else reaches the model is pinned like a tool: a server's
+// instructions (Session.Instructions returns them only as reviewed) and
+// its prompts (Session.Prompts, Session.GetPrompt, which refuses one not
+// as reviewed); `mcphost approve instructions:SERVER` and
+// `prompt:SERVER/NAME` review them. Resources are data (Session.Resources,
+// Session.ReadResource), bounded like results. Options.OnProgress gets a
+// call's progress; Options.Elicit answers a server's questions to the
+// person, shown with every invisible character visible and checked
+// against the requested schema before anything is sent. A tool that can
+// only run as a task is called as one (revision 2025-11-25), followed and
+// cancelled with its call. ServerInfo.Protocol is the revision each
+// server negotiated.
+//
 // # Faults
 //
 // One server's trouble never fails the session: a server that does not
