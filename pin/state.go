@@ -23,8 +23,9 @@ const FileName = "mcp-reviewed.json"
 
 // FormatVersion is the version of the state file format this package reads
 // and writes. A file with a higher version is refused, never misread.
-// Version 2 added Tables; a version 1 file is read as one without them.
-const FormatVersion = 2
+// Version 2 added Tables, version 3 Locks; an older file is read as one
+// without them.
+const FormatVersion = 3
 
 // maxStateSize bounds how much of a state file is read, so that a runaway
 // file cannot exhaust memory. It is far above any real use: ten thousand
@@ -78,6 +79,11 @@ type State struct {
 	// could have written, keyed by TableKey(config, server): the table's
 	// definition (mcphost.ServerConfig.Definition) and its digest.
 	Tables map[string]Entry `json:"tables"`
+	// Locks holds, keyed by a lock file's absolute path, DigestBytes of the
+	// content this person's mcphost last wrote to it or that they
+	// accepted as it is: a lock that lies where a server could write it is
+	// trusted only as committed, or with this digest.
+	Locks map[string]string `json:"locks"`
 }
 
 // TableKey returns the key of a reviewed server table in State.Tables: the
@@ -206,7 +212,7 @@ func readLimited(path string) ([]byte, error) {
 }
 
 func newState() *State {
-	return &State{Version: FormatVersion, Tools: map[string]Entry{}, Servers: map[string]ServerEntry{}, Tables: map[string]Entry{}}
+	return &State{Version: FormatVersion, Tools: map[string]Entry{}, Servers: map[string]ServerEntry{}, Tables: map[string]Entry{}, Locks: map[string]string{}}
 }
 
 // futureVersionError is returned by parseState for a newer format.
@@ -259,6 +265,10 @@ func parseState(data []byte) (*State, error) {
 			}
 		case "servers":
 			if err := decodeServers(st, &m.val); err != nil {
+				return nil, err
+			}
+		case "locks":
+			if err := decodeLocks(st, &m.val); err != nil {
 				return nil, err
 			}
 		default:
@@ -344,6 +354,22 @@ func decodeEntries(into map[string]Entry, field string, data []byte, v *value, d
 	return digests, nil
 }
 
+func decodeLocks(st *State, v *value) error {
+	if v.kind == kindNull {
+		return nil
+	}
+	if v.kind != kindObject {
+		return errors.New("\"locks\" is not an object")
+	}
+	for _, m := range v.kids {
+		if m.val.kind != kindString {
+			return fmt.Errorf("locks[%s] is not a string", quoteKey(m.key))
+		}
+		st.Locks[string(m.key)] = string(m.val.text)
+	}
+	return nil
+}
+
 func decodeServers(st *State, v *value) error {
 	if v.kind == kindNull {
 		return nil
@@ -410,6 +436,14 @@ func checkState(st *State, digestOf, tableDigestOf func(key string, def json.Raw
 		return nil
 	}); err != nil {
 		return err
+	}
+	for _, k := range sortedKeys(st.Locks) {
+		if !strings.HasPrefix(k, "/") {
+			return fmt.Errorf("locks[%s]: key is not an absolute path", quoteKey([]byte(k)))
+		}
+		if !validDigest(st.Locks[k]) {
+			return fmt.Errorf("locks[%s]: digest %s has an unknown format", quoteKey([]byte(k)), quoteKey([]byte(st.Locks[k])))
+		}
 	}
 	return checkServers(st)
 }
@@ -532,6 +566,9 @@ func (s *Store) Update(fn func(*State) error) error {
 	if st.Tables == nil {
 		st.Tables = map[string]Entry{}
 	}
+	if st.Locks == nil {
+		st.Locks = map[string]string{}
+	}
 	if err := checkState(st, digestDefinition, digestDefinition); err != nil {
 		return fmt.Errorf("pin: not writing %s: the new state is invalid: %w", path, err)
 	}
@@ -576,13 +613,21 @@ func removeStaleTemps(dir string) {
 }
 
 func (s *Store) writeAtomic(path string, data []byte) error {
+	return writeAtomicMode(path, tempPattern, data, 0o600, s.beforeRename)
+}
+
+// writeAtomicMode writes data to path through a temporary file named by
+// pattern in the same directory, with the given mode: synced, renamed over
+// path, and the directory synced. beforeRename, if not nil, runs just
+// before the rename.
+func writeAtomicMode(path, pattern string, data []byte, mode os.FileMode, beforeRename func(tmp string) error) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, tempPattern)
+	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	if err := writeSync(f, data); err != nil {
+	if err := writeSync(f, data, mode); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return err
@@ -591,8 +636,8 @@ func (s *Store) writeAtomic(path string, data []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	if s.beforeRename != nil {
-		if err := s.beforeRename(tmp); err != nil {
+	if beforeRename != nil {
+		if err := beforeRename(tmp); err != nil {
 			os.Remove(tmp)
 			return err
 		}
@@ -608,9 +653,9 @@ func (s *Store) writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-func writeSync(f *os.File, data []byte) error {
-	// CreateTemp already uses 0600; say so explicitly, whatever it does.
-	if err := f.Chmod(0o600); err != nil {
+func writeSync(f *os.File, data []byte, mode os.FileMode) error {
+	// CreateTemp uses 0600; say the mode explicitly, whatever it does.
+	if err := f.Chmod(mode); err != nil {
 		return err
 	}
 	if _, err := f.Write(data); err != nil {

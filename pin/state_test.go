@@ -252,14 +252,14 @@ func assertUpdateRefused(t *testing.T, s *Store, data []byte, want error) {
 }
 
 func TestLoadFutureVersion(t *testing.T) {
-	for _, name := range []string{"v3", "v99_other_types"} {
+	for _, name := range []string{"v4", "v99_other_types"} {
 		t.Run(name, func(t *testing.T) {
 			s, data := installState(t, "state/future/"+name+".json")
 			_, err := s.Load()
 			if !errors.Is(err, ErrFutureVersion) || errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Load error = %v, want ErrFutureVersion only", err)
 			}
-			for _, w := range []string{filepath.Join(s.Dir, FileName), "reads up to 2", "upgrade"} {
+			for _, w := range []string{filepath.Join(s.Dir, FileName), "reads up to 3", "upgrade"} {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
