@@ -42,6 +42,12 @@ type server struct {
 	sess   *Session
 	stderr *stderrLog
 
+	// program is the server's ProgramIdentity and programDrift how it
+	// differs from the lock's record, both decided at Connect (with a lock
+	// only) and not changed after.
+	program      []pin.ProgramFile
+	programDrift []string
+
 	restartMu sync.Mutex // serializes Restart
 
 	proxyOnce sync.Once
@@ -660,8 +666,7 @@ func (srv *server) relist(gen uint64, cs *mcp.ClientSession, tap *listTap) bool 
 		s.publish(srv, nil, loadedState{})
 		return true
 	}
-	st, lerr := s.store.Load()
-	s.recordFirstSight(s.publish(srv, raws, loadedState{st, lerr}))
+	s.recordFirstSight(s.publish(srv, raws, s.loadPins(context.Background())))
 	s.logger.Info("server tools changed", "server", srv.cfg.Name, "tools", len(raws))
 	return true
 }
@@ -994,6 +999,12 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		e := &toolEntry{Tool: t, closed: closed, srv: srv}
 		if t.Decision != Deny {
 			rec, notice := srv.pinTool(e, ls, now)
+			if ls.lock != nil {
+				rec = nil // with a lock, first sight trusts nothing
+				if len(srv.programDrift) > 0 && e.Decision == Allow {
+					e.Decision = Approval
+				}
+			}
 			if rec != nil {
 				recs = append(recs, *rec)
 			}
@@ -1013,7 +1024,16 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 			}
 		}
 	}
-	if ls.state != nil {
+	if ls.lock != nil {
+		lockPath := srv.sess.opts.LockFile
+		if _, ok := ls.lock.Servers[cfg.Name]; !ok {
+			notices = append(notices, fmt.Sprintf("server %s is not in the lock %s: none of its tools is reviewed, each needs approval until recorded (mcphost approve -lock %s TOOL...)", cfg.Name, lockPath, lockPath))
+		} else if len(srv.programDrift) > 0 {
+			notices = append(notices, fmt.Sprintf("server %s: its program changed since the lock %s recorded it (%s): its allowed tools need approval until it is re-reviewed (mcphost approve -lock %s %s)",
+				cfg.Name, lockPath, strings.Join(srv.programDrift, "; "), lockPath, cfg.Name))
+		}
+	}
+	if ls.state != nil && (ls.lock == nil || hasServer(ls.lock, cfg.Name)) {
 		if n := srv.newToolsNotice(entries, ls); n != "" {
 			notices = append(notices, n)
 		}
@@ -1025,6 +1045,11 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		}
 	}
 	return entries, recs, notices
+}
+
+func hasServer(l *pin.Lock, name string) bool {
+	_, ok := l.Servers[name]
+	return ok
 }
 
 func nameProblem(err error) string {

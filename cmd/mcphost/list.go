@@ -89,6 +89,9 @@ func writeList(w io.Writer, tools []mcphost.Tool, servers []mcphost.ServerInfo, 
 		for _, l := range s.Lacks {
 			fmt.Fprintf(w, "%*s  lacks: %s\n", sw, "", l)
 		}
+		if len(s.ProgramChanged) > 0 {
+			fmt.Fprintf(w, "%*s  %sprogram changed since the lock recorded it:%s %s\n", sw, "", p.approval, p.reset, pin.Visible(strings.Join(s.ProgramChanged, "; ")))
+		}
 		if len(s.Widens) > 0 {
 			fmt.Fprintf(w, "%*s  %swidens the default:%s %s\n", sw, "", p.approval, p.reset, pin.Visible(strings.Join(s.Widens, "; ")))
 		}

@@ -1,10 +1,10 @@
 // Command mcphost shows a person what a coding agent's MCP servers offer
 // and records their review of it.
 //
-//	mcphost list    [-config F] [-worktree D] [-state D] [-json]
-//	mcphost approve [-config F] [-worktree D] [-state D] [-yes] TOOL|SERVER...
-//	mcphost call    [-config F] [-worktree D] [-state D] TOOL [JSON-ARGS]
-//	mcphost check   [-config F] [-worktree D] [-state D]
+//	mcphost list    [-config F] [-worktree D] [-state D] [-lock F] [-json]
+//	mcphost approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER...
+//	mcphost call    [-config F] [-worktree D] [-state D] [-lock F] TOOL [JSON-ARGS]
+//	mcphost check   [-config F] [-worktree D] [-state D] [-lock F]
 //	mcphost version
 //
 // Exit codes: 0 ok; 1 the thing asked for failed, or (check) an offered tool
@@ -59,19 +59,23 @@ type cli struct {
 	config         string
 	worktree       string
 	state          string
+	lock           string
 	verbose        bool
 	// reviews are the server tables connect left out: the config lies
 	// where a server could write it and a person has not reviewed them.
 	reviews []tableReview
+	// configs are the config's server tables, all of them.
+	configs []mcphost.ServerConfig
 }
 
 const usage = `mcphost shows what a coding agent's MCP servers offer, and records a person's review.
 
 Usage:
-  mcphost list    [-config F] [-worktree D] [-state D] [-json]
-  mcphost approve [-config F] [-worktree D] [-state D] [-yes] TOOL|SERVER...
-  mcphost call    [-config F] [-worktree D] [-state D] TOOL [JSON-ARGS]
-  mcphost check   [-config F] [-worktree D] [-state D]
+  mcphost list    [-config F] [-worktree D] [-state D] [-lock F] [-json]
+  mcphost approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER...
+  mcphost approve -lock F [-yes]        (accept the lock as it is)
+  mcphost call    [-config F] [-worktree D] [-state D] [-lock F] TOOL [JSON-ARGS]
+  mcphost check   [-config F] [-worktree D] [-state D] [-lock F]
   mcphost version
 
 Run 'mcphost VERB -h' for a verb's flags and examples.
@@ -112,6 +116,7 @@ func (c *cli) flags(verb, synopsis, examples string) *flag.FlagSet {
 	fs.StringVar(&c.config, "config", "mcphost.toml", "the TOML config whose [mcp.<name>] tables name the servers")
 	fs.StringVar(&c.worktree, "worktree", ".", "the directory servers run in and may write")
 	fs.StringVar(&c.state, "state", "", "the directory of the reviewed-tools state (default: under the user's state directory, keyed by the worktree)")
+	fs.StringVar(&c.lock, "lock", "", "a lock file (such as mcphost.lock) holding a team's reviews: read and recorded instead of the personal state; first sight trusts nothing")
 	fs.BoolVar(&c.verbose, "v", false, "log server lifecycle and stderr to standard error")
 	fs.Usage = func() {
 		fmt.Fprintf(c.stderr, "Usage: mcphost %s\n\nFlags:\n", synopsis)
@@ -137,11 +142,12 @@ func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Sessi
 		fmt.Fprintf(c.stderr, "mcphost: %s has no [mcp.<name>] table\n", c.config)
 		return nil, exitUsage
 	}
-	if servers, c.reviews, err = c.reviewTables(servers); err != nil {
+	c.configs = servers
+	if servers, c.reviews, err = c.reviewTables(ctx, servers); err != nil {
 		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
 		return nil, exitFail
 	}
-	opts.Worktree, opts.StateDir, opts.ConfigFile = c.worktree, c.state, c.config
+	opts.Worktree, opts.StateDir, opts.ConfigFile, opts.LockFile = c.worktree, c.state, c.config, c.lock
 	if c.verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -158,7 +164,7 @@ func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Sessi
 }
 
 func (c *cli) list(ctx context.Context, args []string) int {
-	fs := c.flags("list", "list [-config F] [-worktree D] [-state D] [-json]",
+	fs := c.flags("list", "list [-config F] [-worktree D] [-state D] [-lock F] [-json]",
 		"  mcphost list -config examples/mcphost.toml\n  mcphost list -json | jq '.tools[] | select(.decision == \"allow\")'\n")
 	asJSON := fs.Bool("json", false, "print one JSON object: tools, servers, notices")
 	if err := fs.Parse(args); err != nil {
@@ -217,7 +223,7 @@ func (c *cli) servers(s *mcphost.Session) []mcphost.ServerInfo {
 const stateUnreviewed mcphost.ServerState = "unreviewed"
 
 func (c *cli) check(ctx context.Context, args []string) int {
-	fs := c.flags("check", "check [-config F] [-worktree D] [-state D]",
+	fs := c.flags("check", "check [-config F] [-worktree D] [-state D] [-lock F]",
 		"  mcphost check && echo 'every offered tool is as reviewed'\n")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -242,9 +248,15 @@ func (c *cli) check(ctx context.Context, args []string) int {
 			code = exitFail
 		}
 	}
-	if err := s.StateError(); err != nil {
+	if err := s.StateError(); err != nil && c.lock != "" {
+		fmt.Fprintf(c.stdout, "the lock cannot be used, so no review could be checked: %s\n", pin.Visible(err.Error()))
+		code = exitFail
+	} else if err != nil {
 		fmt.Fprintf(c.stdout, "the reviewed-tools state cannot be read, so no review could be checked: %v\n", err)
 		code = exitFail
+	}
+	if c.lock != "" {
+		return c.checkLock(ctx, s, code)
 	}
 	// Everything offered reaches the model, allowed or not: each must be
 	// as a person (or the agent's first sight of its server) recorded it.
@@ -276,12 +288,15 @@ func (c *cli) check(ctx context.Context, args []string) int {
 }
 
 func (c *cli) approve(ctx context.Context, args []string) int {
-	fs := c.flags("approve", "approve [-config F] [-worktree D] [-state D] [-yes] TOOL|SERVER...",
+	fs := c.flags("approve", "approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER...",
 		"  mcphost approve mcp__notes__list_notes\n  mcphost approve -yes mcp__notes__list_notes mcp__notes__add_note\n"+
 			"  mcphost approve -config mcphost.toml notes   # review the [mcp.notes] table of a config servers could write\n")
 	yes := fs.Bool("yes", false, "record without asking")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
+	}
+	if fs.NArg() == 0 && c.lock != "" {
+		return c.acceptLock(*yes, bufio.NewReader(c.stdin))
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(c.stderr, "mcphost approve: name at least one TOOL (a model name such as mcp__notes__list_notes) or SERVER (a table such as notes)")
@@ -298,7 +313,7 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 	}
 	failed := false
 	if len(tables) > 0 {
-		failed = !c.approveTables(tables, *yes, func(q string) bool { return ask(in, c.stdout, q) })
+		failed = !c.approveTables(ctx, tables, *yes, func(q string) bool { return ask(in, c.stdout, q) })
 	}
 	if len(tools) == 0 {
 		if failed {
@@ -314,6 +329,12 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 	var approved []string
 	for _, name := range tools {
 		t, ok := s.Tool(name)
+		if !ok && c.lock != "" {
+			if handled, ok := c.approveGone(ctx, s, name, *yes, in); handled {
+				failed = failed || !ok
+				continue
+			}
+		}
 		if !ok {
 			if r, gated := c.reviewOf(name); gated {
 				fmt.Fprintf(c.stderr, "mcphost approve: %s: server table [mcp.%s] needs review first (it did not start): %s\n", pin.Visible(name), r.Server, r.Approve)
@@ -398,7 +419,7 @@ func ask(in *bufio.Reader, out io.Writer, question string) bool {
 }
 
 func (c *cli) call(ctx context.Context, args []string) int {
-	fs := c.flags("call", "call [-config F] [-worktree D] [-state D] TOOL [JSON-ARGS]",
+	fs := c.flags("call", "call [-config F] [-worktree D] [-state D] [-lock F] TOOL [JSON-ARGS]",
 		"  mcphost call mcp__notes__list_notes '{\"query\":\"groceries\"}'\n")
 	timeout := fs.Duration("timeout", 0, "bound the whole call, approval included (default: the server's call_timeout)")
 	if err := fs.Parse(args); err != nil {
