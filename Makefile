@@ -18,7 +18,7 @@ INTEROP     := testdata/interop
 # input. The counts take a few seconds each here; the TOML parser is slow.
 FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead \
 	./schema:FuzzClose ./schema:FuzzFromModel ./schema:FuzzParseJSON \
-	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff \
+	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff ./pin:FuzzParseLock \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
 	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid \
 	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./egress:FuzzParseGrant \
