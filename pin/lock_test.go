@@ -67,7 +67,7 @@ func TestParseLockRefuses(t *testing.T) {
 	digest := func(s string) string { d, _ := Digest(json.RawMessage(s)); return d }
 	for _, tt := range []struct {
 		name, in, want string
-		future     bool
+		future         bool
 	}{
 		{"not JSON", `{"version":1,`, "not valid JSON", false},
 		{"repeated key", `{"version":1,"servers":{},"servers":{"x":{"program":[],"tools":{}}}}`, "more than once", false},
