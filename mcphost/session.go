@@ -84,8 +84,9 @@ type Options struct {
 	// server could have written it is trusted only as committed in git or
 	// as this person's mcphost last wrote or accepted it (see LoadLock);
 	// otherwise nothing is trusted, StateError says why, and nothing is
-	// recorded into it. Servers cannot write it while the session runs
-	// when it exists. "": no lock.
+	// recorded into it. Connect creates a missing lock (empty, and
+	// recorded as this person's) before any server starts, so that no
+	// server of the session can write, replace or create it. "": no lock.
 	LockFile string
 	// LockTimeout bounds each wait for the state file's lock (recording a
 	// first sight or a review); past it the recording fails with an error

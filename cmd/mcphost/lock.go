@@ -373,3 +373,14 @@ func (c *cli) checkLock(ctx context.Context, s *mcphost.Session, code int) int {
 	fmt.Fprintf(c.stdout, "ok: every server and offered tool is as the lock %s recorded\n", c.lock)
 	return exitOK
 }
+
+// programChanged reports whether the session found the program of server
+// changed since the lock's record.
+func (c *cli) programChanged(s *mcphost.Session, server string) bool {
+	for _, srv := range s.Servers() {
+		if srv.Name == server {
+			return len(srv.ProgramChanged) > 0
+		}
+	}
+	return false
+}

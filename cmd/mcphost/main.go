@@ -395,7 +395,9 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 			failed = true
 			continue
 		}
-		if t, _ := s.Tool(name); t.Decision == mcphost.Allow {
+		if t, _ := s.Tool(name); t.Decision != mcphost.Allow && c.programChanged(s, t.Server) {
+			fmt.Fprintf(c.stdout, "recorded: %s (each call still asks: the program of server %s changed since the lock's review; review it with: %s)\n", name, t.Server, c.approveCommand(t.Server))
+		} else if t.Decision == mcphost.Allow {
 			fmt.Fprintf(c.stdout, "recorded: %s (allowed: called without asking)\n", name)
 		} else {
 			fmt.Fprintf(c.stdout, "recorded: %s (each call still asks: it is not in allow)\n", name)
