@@ -283,3 +283,23 @@ func jsonText(t *testing.T, out string) string {
 	}
 	return res.Content[0].Text
 }
+
+// TestLockGone: a reviewed tool the server stops offering fails check
+// -lock until approving its name removes it from the lock. The lock lies
+// outside every writable path, so it is trusted as it is.
+func TestLockGone(t *testing.T) {
+	withGen := strings.Replace(lockTable, `"desc.txt"]`, `"desc.txt", "-tools", "1"]`, 1)
+	withGen = strings.Replace(withGen, `"echo"]`, `"echo", "gen_00000"]`, 1)
+	e, _ := newLockEnv(t)
+	lock := filepath.Join(t.TempDir(), "team.lock")
+	e.writeConfig(withGen)
+	e.mustRun("", "approve", "-lock", lock, "-yes", "mcp__notes__list_notes", "mcp__notes__echo", "mcp__notes__gen_00000")
+	e.checkPasses(lock)
+	e.writeConfig(lockTable)
+	e.checkFails(lock, "gone: mcp__notes__gen_00000 is in the lock but server notes no longer offers it; record that with: mcphost approve", "table changed: [mcp.notes] (allow, command)")
+	out := e.mustRun("", "approve", "-lock", lock, "-yes", "notes", "mcp__notes__gen_00000")
+	if !strings.Contains(out, "recorded: mcp__notes__gen_00000 removed from") {
+		t.Errorf("approve a gone tool:\n%s", out)
+	}
+	e.checkPasses(lock)
+}
