@@ -3,6 +3,7 @@ package mcphost
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,5 +118,66 @@ func TestLockSessionConcurrentReviews(t *testing.T) {
 		if tool.Pin != PinSame || tool.Decision != Allow {
 			t.Errorf("second session: %s %s %s, want allow same", tool.Name, tool.Decision, tool.Pin)
 		}
+	}
+}
+
+// BenchmarkLoadLock measures reading a lock of 200 tools and deciding
+// whether to trust it: outside every writable path (no check), recorded in
+// the state, and committed in git (one git cat-file).
+func BenchmarkLoadLock(b *testing.B) {
+	def := func(i int) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"name":"t%d","description":"Tool %d does one thing well.","inputSchema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}`, i, i))
+	}
+	l := &pin.Lock{Servers: map[string]pin.LockServer{}}
+	tools := map[string]pin.LockEntry{}
+	for i := 0; i < 200; i++ {
+		e, err := pin.NewLockEntry(def(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tools[fmt.Sprintf("t%d", i)] = e
+	}
+	l.Servers["notes"] = pin.LockServer{Program: []pin.ProgramFile{{Role: pin.RoleProgram, Path: "bin/notes", Digest: pin.DigestBytes(nil)}}, Tools: tools}
+	data, err := l.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	servers := []ServerConfig{{Name: "notes", Command: []string{"bin/notes"}}}
+	for _, where := range []string{"outside", "recorded", "committed"} {
+		b.Run(where, func(b *testing.B) {
+			wt, state := b.TempDir(), b.TempDir()
+			path := filepath.Join(wt, pin.LockFileName)
+			if where == "outside" {
+				path = filepath.Join(b.TempDir(), pin.LockFileName)
+			}
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			opts := Options{Worktree: wt, StateDir: state}
+			switch where {
+			case "recorded":
+				if err := AcceptLock(path, data, servers, opts); err != nil {
+					b.Fatal(err)
+				}
+			case "committed":
+				if _, err := exec.LookPath("git"); err != nil {
+					b.Skip("no git")
+				}
+				for _, args := range [][]string{{"init", "-q"}, {"add", pin.LockFileName}, {"-c", "user.name=b", "-c", "user.email=b@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "l"}} {
+					cmd := exec.Command("git", args...)
+					cmd.Dir = wt
+					if out, err := cmd.CombinedOutput(); err != nil {
+						b.Fatalf("git %v: %v %s", args, err, out)
+					}
+				}
+			}
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := LoadLock(context.Background(), path, servers, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
