@@ -171,6 +171,9 @@ func TestLockTeam(t *testing.T) {
 	if got := b.pins(lock)["mcp__notes__list_notes"]; got != "same approval" {
 		t.Errorf("list_notes under a changed program: %q, want same approval", got)
 	}
+	if out := b.mustRun("", "list", "-lock", lock); !strings.Contains(out, "program changed since the lock recorded it: program bin/fixture: b3v1:") {
+		t.Errorf("list -lock does not show the changed program:\n%s", out)
+	}
 	mkfileT(t, bin, orig, 0o755)
 	b.checkPasses(lock)
 
