@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/mcphost/mcphost/pin"
@@ -22,7 +22,7 @@ func colorFor(w io.Writer) palette {
 	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return palette{}
 	}
-	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+	if !term.IsTerminal(int(f.Fd())) {
 		return palette{}
 	}
 	return palette{allow: "\x1b[32m", approval: "\x1b[33m", deny: "\x1b[31m", dim: "\x1b[2m", reset: "\x1b[0m"}
