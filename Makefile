@@ -20,7 +20,7 @@ FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars
 	./schema:FuzzClose ./schema:FuzzFromModel ./schema:FuzzParseJSON \
 	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff ./pin:FuzzParseLock \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
-	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid \
+	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid ./sandbox:FuzzParseStat \
 	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./egress:FuzzParseGrant \
 	./openai:FuzzResult ./openai:FuzzFunctionOutput ./anthropic:FuzzResult ./anthropic:FuzzCount \
 	./internal/toolresult:FuzzRender ./cmd/mcphost:FuzzSafeJSON

@@ -150,6 +150,11 @@ type Process struct {
 	removeCgroup func() error
 	memoryHit    func() bool
 	memoryLimit  int64
+
+	// endTree, outside Linux, kills the server's process tree (its
+	// session and process group, or its job object) and waits for it;
+	// nil on Linux, where the helper does that.
+	endTree func() error
 }
 
 // Lacks lists, in words for a person, what the confinement of this server
@@ -295,6 +300,12 @@ func (p *Process) waitExited() error {
 
 // kill ends the server's processes and waits, at most killWait, for Done.
 func (p *Process) kill() error {
+	if p.endTree != nil {
+		if err := p.endTree(); err != nil {
+			return err
+		}
+		return p.waitDone(killWait)
+	}
 	if !p.off && !p.reduced {
 		// The helper is init of the server's PID namespace: when it dies
 		// the kernel kills everything else in the namespace.
@@ -350,4 +361,22 @@ func removeAll(dir string) error {
 		return nil
 	})
 	return os.RemoveAll(dir)
+}
+
+// finish records how the server ended, unless that is known already, and
+// closes Done. It is called when the helper reports that the server and
+// everything it started are gone, and when the helper has exited.
+func (p *Process) finish(status string) {
+	p.doneOnce.Do(func() {
+		p.mu.Lock()
+		if p.reported != "" {
+			status = p.reported
+		}
+		if p.memoryHit != nil && p.memoryHit() {
+			status += fmt.Sprintf(" (the kernel killed a process at the server's memory limit, %s: max_memory)", formatBytes(p.memoryLimit))
+		}
+		p.exitStatus = status
+		p.mu.Unlock()
+		close(p.done)
+	})
 }

@@ -90,3 +90,32 @@ func parseStatPPid(stat []byte) (int, error) {
 	}
 	return ppid, nil
 }
+
+// procStat is what parseStat reads from /proc/PID/stat.
+type procStat struct {
+	state      byte
+	ppid, pgrp int
+}
+
+// parseStat returns the state, parent pid and process group from the text
+// of /proc/PID/stat, found from the last ')' as in parseStatPPid.
+func parseStat(stat []byte) (procStat, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return procStat{}, fmt.Errorf("stat %q: no command name", stat)
+	}
+	// After ") " come the state, the parent pid and the process group.
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 3 || len(f[0]) != 1 {
+		return procStat{}, fmt.Errorf("stat %q: too few fields", stat)
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil || ppid < 0 {
+		return procStat{}, fmt.Errorf("stat %q: bad parent pid %q", stat, f[1])
+	}
+	pgrp, err := strconv.Atoi(f[2])
+	if err != nil || pgrp < 0 {
+		return procStat{}, fmt.Errorf("stat %q: bad process group %q", stat, f[2])
+	}
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp}, nil
+}
