@@ -584,3 +584,21 @@ func TestRestartRacingClose(t *testing.T) {
 	}
 	waitNoProcesses(t, fixtureBin)
 }
+
+// TestCallToFailedServer: a call to a tool of a server that did not start
+// says the server is not running (and why), not that the tool is unknown.
+func TestCallToFailedServer(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(), fixture("exits", "-exit", "3"))
+	_, err := s.Call(context.Background(), "mcp__exits__echo", json.RawMessage(`{}`))
+	if !errors.Is(err, ErrServerGone) || errors.Is(err, ErrUnknownTool) {
+		t.Fatalf("Call = %v, want ErrServerGone", err)
+	}
+	if !strings.Contains(err.Error(), "exit status 3") {
+		t.Errorf("error %q does not say how the server failed", err)
+	}
+	// A server that does not exist stays an unknown tool.
+	if _, err := s.Call(context.Background(), "mcp__nosuch__echo", json.RawMessage(`{}`)); !errors.Is(err, ErrUnknownTool) {
+		t.Errorf("Call to no server = %v, want ErrUnknownTool", err)
+	}
+}
