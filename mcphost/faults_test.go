@@ -129,8 +129,10 @@ func TestGarbageStdout(t *testing.T) {
 	if time.Since(start) > 15*time.Second {
 		t.Errorf("Connect took %v", time.Since(start))
 	}
-	if n := noticeWith(s, "noisy", "initialize"); n == "" {
-		t.Errorf("no notice for the server printing garbage: %q", s.Notices())
+	if n := noticeWith(s, "noisy", "initialize", "mcphost stopped it", "invalid character"); n == "" {
+		t.Errorf("no notice saying mcphost stopped the server printing garbage: %q", s.Notices())
+	} else if strings.Contains(n, "exited") {
+		t.Errorf("the notice says the server exited, but mcphost stopped it: %q", n)
 	}
 	if _, ok := s.Tool("mcp__good__echo"); !ok {
 		t.Error("the good server is missing")

@@ -218,7 +218,16 @@ func (srv *server) explain(ctx context.Context, proc *sandbox.Process, err error
 		// the notice can say how it ended.
 		select {
 		case <-proc.Done():
-			err = fmt.Errorf("server exited (%s): %w", proc.ExitStatus(), err)
+			srv.mu.Lock()
+			broken := srv.brokenErr
+			srv.mu.Unlock()
+			if broken != nil {
+				// The server did not exit: mcphost stopped it for what it
+				// sent (connBroken).
+				err = fmt.Errorf("the server sent a message mcphost cannot read, so mcphost stopped it: %w", err)
+			} else {
+				err = fmt.Errorf("server exited (%s): %w", proc.ExitStatus(), err)
+			}
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
