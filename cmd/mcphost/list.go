@@ -99,7 +99,7 @@ func writeList(w io.Writer, tools []mcphost.Tool, servers []mcphost.ServerInfo, 
 	if len(notices) > 0 {
 		fmt.Fprintf(w, "\n%snotices:%s\n", p.dim, p.reset)
 		for _, n := range notices {
-			fmt.Fprintf(w, "- %s\n", strings.ReplaceAll(pin.Visible(n), "\n", "\n  "))
+			fmt.Fprintf(w, "- %s\n", visibleLines(n, "  "))
 		}
 	}
 }
