@@ -145,6 +145,7 @@ func launchOff(cfg Config, hostEnv []string, worktree, tmp string) (*Process, er
 		done:        make(chan struct{}),
 		exited:      make(chan struct{}),
 		endTree:     tr.kill,
+		noteTree:    tr.note,
 	}
 	if stderrR != nil {
 		p.stderrDone = make(chan struct{})

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -62,6 +64,24 @@ func TestOffTreeEndsAtClose(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	waitStill(t, inGroup)
+	waitStill(t, ownSession)
+}
+
+// TestOffTreeEndsAtGracefulClose: a server that exits as its stdin closes
+// leaves a child in a session of its own; that child was noted as the
+// tree's when Close began, so it dies too, though it lost its parent.
+func TestOffTreeEndsAtGracefulClose(t *testing.T) {
+	wt := t.TempDir()
+	ownSession := filepath.Join(wt, "session")
+	s := startHostileOff(t, Config{Worktree: wt})
+	s.must("child", ownSession, "setsid")
+	waitGrowing(t, ownSession)
+	if err := s.p.Close(5 * time.Second); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got := s.p.ExitStatus(); got != "exit status 0" {
+		t.Errorf("ExitStatus = %q, want exit status 0 (the server exited on its own)", got)
+	}
 	waitStill(t, ownSession)
 }
 
@@ -133,6 +153,46 @@ func TestOffInvalid(t *testing.T) {
 		_, err := startOff(context.Background(), cfg)
 		if !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("startOff(%+v) = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}
+
+// TestOffConcurrent: servers started and closed from many goroutines at
+// once, each Close racing the server's own exit and other Close calls,
+// leave nothing behind.
+func TestOffConcurrent(t *testing.T) {
+	wt := t.TempDir()
+	const n = 12
+	var wg sync.WaitGroup
+	beats := make([]string, n)
+	for i := range n {
+		beats[i] = filepath.Join(wt, fmt.Sprintf("beat%d", i))
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p, err := startOff(ctx, Config{Name: "hostile", Off: true, Argv: []string{hostilePath()}, Worktree: wt,
+				HostEnv: []string{"PATH=/usr/bin:/bin"}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			fmt.Fprintf(p.Stdin(), `{"op":"child","args":[%q,"setsid"]}`+"\n", beats[i])
+			bufio.NewReader(p.Stdout()).ReadString('\n')
+			var closers sync.WaitGroup
+			for range 3 {
+				closers.Go(func() {
+					if err := p.Close(time.Duration(i%3) * 50 * time.Millisecond); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			closers.Wait()
+		})
+	}
+	wg.Wait()
+	for _, b := range beats {
+		if _, err := os.Stat(b); err == nil {
+			waitStill(t, b)
 		}
 	}
 }

@@ -153,8 +153,10 @@ type Process struct {
 
 	// endTree, outside Linux, kills the server's process tree (its
 	// session and process group, or its job object) and waits for it;
-	// nil on Linux, where the helper does that.
-	endTree func() error
+	// noteTree, where set, records the tree's processes as Close begins.
+	// Both are nil on Linux, where the helper does that.
+	endTree  func() error
+	noteTree func()
 }
 
 // Lacks lists, in words for a person, what the confinement of this server
@@ -220,6 +222,9 @@ func (p *Process) Close(grace time.Duration) error {
 
 func (p *Process) close(grace time.Duration) error {
 	var errs []error
+	if p.noteTree != nil {
+		p.noteTree()
+	}
 	closeQuietly(p.stdin)
 	if grace > 0 {
 		t := time.NewTimer(grace)

@@ -18,6 +18,7 @@ func processTable() ([]procEntry, error) {
 			pid:    int(k.Proc.P_pid),
 			ppid:   int(k.Eproc.Ppid),
 			pgid:   int(k.Eproc.Pgid),
+			start:  uint64(k.Proc.P_starttime.Sec)*1e6 + uint64(k.Proc.P_starttime.Usec),
 			zombie: k.Proc.P_stat == szomb,
 		})
 	}

@@ -25,7 +25,7 @@ func processTable() ([]procEntry, error) {
 		if err != nil {
 			continue
 		}
-		table = append(table, procEntry{pid: pid, ppid: st.ppid, pgid: st.pgrp, zombie: st.state == 'Z' || st.state == 'X'})
+		table = append(table, procEntry{pid: pid, ppid: st.ppid, pgid: st.pgrp, start: st.start, zombie: st.state == 'Z' || st.state == 'X'})
 	}
 	return table, nil
 }

@@ -3,6 +3,9 @@ package sandbox
 // procEntry is one row of the system's process table.
 type procEntry struct {
 	pid, ppid, pgid int
+	// start is when the process started, in the system's own unit: with
+	// pid it names one process, even after its pid is reused.
+	start uint64
 	// zombie is a process that has exited and waits for its parent to
 	// reap it: it can run nothing more and ignores signals.
 	zombie bool
@@ -10,13 +13,14 @@ type procEntry struct {
 
 // groupTree returns the live processes of table that belong to the
 // process tree of the server that leads process group pgid: every member
-// of the group and, transitively, every child of a process found, which
+// of the group, every process of known (pid to start) that is still the
+// same process, and, transitively, every child of a process found, which
 // catches a child that called setsid or setpgid to leave the group while
-// its parent lives. A process that left the group and whose parent has
-// exited (a daemon that double-forked) has been reparented away and is not
-// found: that is the limit of what a process table can tell. The process
-// self (the host) and pids below 2 are never returned.
-func groupTree(table []procEntry, pgid, self int) []int {
+// its parent lives. A process that left the group, is not known, and whose
+// parent has exited (a daemon that double-forked) has been reparented away
+// and is not found: that is the limit of what a process table can tell.
+// The process self (the host) and pids below 2 are never returned.
+func groupTree(table []procEntry, pgid int, known map[int]uint64, self int) []procEntry {
 	children := make(map[int][]int)
 	in := make(map[int]bool)
 	var queue []int
@@ -24,7 +28,8 @@ func groupTree(table []procEntry, pgid, self int) []int {
 		children[e.ppid] = append(children[e.ppid], e.pid)
 	}
 	for _, e := range table {
-		if e.pgid == pgid && !in[e.pid] {
+		start, isKnown := known[e.pid]
+		if (e.pgid == pgid || isKnown && start == e.start) && !in[e.pid] {
 			in[e.pid] = true
 			queue = append(queue, e.pid)
 		}
@@ -39,10 +44,10 @@ func groupTree(table []procEntry, pgid, self int) []int {
 			}
 		}
 	}
-	var out []int
+	var out []procEntry
 	for _, e := range table {
 		if in[e.pid] && !e.zombie && e.pid > 1 && e.pid != self {
-			out = append(out, e.pid)
+			out = append(out, e)
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -25,6 +26,7 @@ import (
 // something outside the job (a service, the task scheduler, WMI) is not
 // in it.
 type tree struct {
+	mu  sync.Mutex // held by kill and release: the server's exit and Close may race
 	job windows.Handle
 }
 
@@ -114,6 +116,8 @@ type jobAccounting struct {
 // kill terminates every process of the job and waits, at most killWait,
 // until the job has none left.
 func (t *tree) kill() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.job == 0 {
 		return nil
 	}
@@ -138,9 +142,14 @@ func (t *tree) kill() error {
 	}
 }
 
+// note does nothing: the job holds every process of the tree.
+func (t *tree) note() {}
+
 // release closes the job object; with KILL_ON_JOB_CLOSE that also ends
 // whatever is left in it.
 func (t *tree) release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.job != 0 {
 		windows.CloseHandle(t.job)
 		t.job = 0
