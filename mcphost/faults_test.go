@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost/mcphost/sandbox"
 )
 
 func TestStartFailuresCarryStderr(t *testing.T) {
@@ -602,5 +604,20 @@ func TestCallToFailedServer(t *testing.T) {
 	// A server that does not exist stays an unknown tool.
 	if _, err := s.Call(context.Background(), "mcp__nosuch__echo", json.RawMessage(`{}`)); !errors.Is(err, ErrUnknownTool) {
 		t.Errorf("Call to no server = %v, want ErrUnknownTool", err)
+	}
+}
+
+// TestUnsupportedNoticeSaysOptOutOnce: the opt-out is named exactly once,
+// whether or not the sandbox's error names it already.
+func TestUnsupportedNoticeSaysOptOutOnce(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf(`%w: server "x": confinement is built only for Linux, and this is darwin; to run the server without confinement anyway (a risk), set sandbox = "off" in its [mcp.x] table`, sandbox.ErrUnsupported),
+		fmt.Errorf("%w: Landlock ABI 0", sandbox.ErrUnsupported),
+	} {
+		srv := &server{cfg: ServerConfig{Name: "x"}, err: &startError{"start", err}, stderr: newStderrLog("x", slog.New(slog.DiscardHandler))}
+		n := srv.failureNotice()
+		if c := strings.Count(n, `sandbox = "off"`); c != 1 {
+			t.Errorf("notice names the opt-out %d times: %q", c, n)
+		}
 	}
 }

@@ -427,7 +427,8 @@ func (srv *server) failureNotice() string {
 	err := srv.err
 	srv.mu.Unlock()
 	n := fmt.Sprintf("server %s did not start: %v", srv.cfg.Name, err)
-	if errors.Is(err, sandbox.ErrUnsupported) {
+	if errors.Is(err, sandbox.ErrUnsupported) && !strings.Contains(n, `sandbox = "off"`) {
+		// The sandbox's errors name the opt-out already; say it once.
 		n += fmt.Sprintf(" (to run it unconfined, a risk, set sandbox = \"off\" in [mcp.%s])", srv.cfg.Name)
 	}
 	if tail := srv.stderr.Tail(5); tail != "" {
