@@ -219,12 +219,12 @@ func (srv *server) explain(ctx context.Context, proc *sandbox.Process, err error
 		select {
 		case <-proc.Done():
 			srv.mu.Lock()
-			broken := srv.brokenErr
+			stopped := srv.stopErr
 			srv.mu.Unlock()
-			if broken != nil {
-				// The server did not exit: mcphost stopped it for what it
-				// sent (connBroken).
-				err = fmt.Errorf("the server sent a message mcphost cannot read, so mcphost stopped it: %w", err)
+			if stopped != nil {
+				// The server did not exit: mcphost stopped it, for a reason
+				// that is also why initialize or the listing failed.
+				err = fmt.Errorf("mcphost stopped it: %w", stopped)
 			} else {
 				err = fmt.Errorf("server exited (%s): %w", proc.ExitStatus(), err)
 			}
