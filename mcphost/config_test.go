@@ -100,7 +100,7 @@ func TestParseErrors(t *testing.T) {
 		{"wrong type", "[mcp.x]\ncommand=\"srv --db x\"", []string{"[mcp.x] command: must be an array of strings, not a string"}, []string{"incompatible", "required"}},
 		{"wrong element type", "[mcp.x]\ncommand=[\"a\"]\nallow=[1]", []string{"[mcp.x] allow: must be an array of strings"}, []string{"incompatible"}},
 		{"wrong types hide nothing", "[mcp.x]\ncommand=\"srv\"\nnetwork=\"yes\"\ndefault=\"sometimes\"\nalow=[]\nenv={A=1}\nmax_processes=2",
-			[]string{"[mcp.x] command: must be", "[mcp.x] network: must be true or false, not a string", "[mcp.x] default", "[mcp.x] alow", "[mcp.x] env: must be a table of strings", "[mcp.x] max_processes"},
+			[]string{"[mcp.x] command: must be", "[mcp.x] network", "[mcp.x] default", "[mcp.x] alow", "[mcp.x] env: must be a table of strings", "[mcp.x] max_processes"},
 			[]string{"incompatible", "required"}},
 		{"key directly in [mcp]", "[mcp]\ncommand=[\"srv\"]", []string{"[mcp] command", "directly in [mcp]", "[mcp.notes]"}, []string{"[mcp.command]"}},
 		{"bad env name", "[mcp.x]\ncommand=[\"a\"]\nenv={\"A-B\"=\"1\"}", []string{"[mcp.x] env", "A-B"}, nil},
