@@ -18,16 +18,16 @@ INTEROP     := testdata/interop
 # input. The counts take a few seconds each here; the TOML parser is slow.
 FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead ./mcphost:FuzzElicitRequest \
 	./schema:FuzzClose ./schema:FuzzFromModel ./schema:FuzzParseJSON \
-	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff \
+	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff ./pin:FuzzParseLock \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
-	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid \
+	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid ./sandbox:FuzzParseStat \
 	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./egress:FuzzParseGrant \
 	./openai:FuzzResult ./openai:FuzzFunctionOutput ./anthropic:FuzzResult ./anthropic:FuzzCount \
 	./internal/toolresult:FuzzRender ./cmd/mcphost:FuzzSafeJSON
 
-.PHONY: test deps vet unit fuzz bench example helper clean
+.PHONY: test deps vet tidy cross unit fuzz bench example helper clean
 
-test: deps vet unit fuzz bench
+test: deps vet tidy cross unit fuzz bench
 
 deps:
 	@if command -v npm >/dev/null 2>&1; then \
@@ -41,6 +41,21 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+# go.mod and go.sum must be what 'go mod tidy' makes of them.
+tidy:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
+
+# Every package, tests included, builds and vets for the other systems an
+# agent runs on (where servers run only with sandbox = "off"; see README).
+# Their binaries cannot run here, so this is build and vet only.
+CROSS := darwin/arm64 windows/amd64
+cross:
+	@set -e; for p in $(CROSS); do \
+		echo "build and vet for $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./...; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; \
+	done
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...

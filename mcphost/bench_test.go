@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,15 +26,6 @@ import (
 // the host's own work is the question, a benchmark also reports
 // host-cpu-ns/op: the CPU time of this process (every thread, the garbage
 // collector included; not the server's) per operation.
-
-// hostCPU returns the CPU time this process has used so far.
-func hostCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // reportHostCPU reports the CPU time used since start per operation.
 func reportHostCPU(b *testing.B, start time.Duration) {

@@ -128,6 +128,14 @@ func (s *Session) entry(ctx context.Context, name string, clk *callClock) (*tool
 	e, ok := s.tools[name]
 	s.mu.RUnlock()
 	if !ok {
+		// A server that is not running has no tools listed, but the name
+		// says whose tool it was: that is the error to give.
+		if server, _, ok := SplitModelName(name); ok {
+			if srv := s.servers[server]; srv != nil && !srv.running() {
+				_, err := srv.session()
+				return nil, err
+			}
+		}
 		return nil, fmt.Errorf("%w: no tool named %q (the model may only call the tools offered)", ErrUnknownTool, printable(name, 100))
 	}
 	var err error

@@ -3,6 +3,7 @@ package mcphost
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -194,15 +195,15 @@ func Parse(data []byte) ([]ServerConfig, error) {
 	)
 	for _, name := range names {
 		table := "mcp." + name
-		if md.Type("mcp", name) != "Hash" {
-			errs = append(errs, &ConfigError{Table: table, Msg: "must be a table: write [" + table + "] with a command key"})
+		if t := md.Type("mcp", name); t != "Hash" {
+			// `[mcp] command = [...]`: a key where a server's table was
+			// meant.
+			errs = append(errs, &ConfigError{Table: "mcp", Key: name,
+				Msg: fmt.Sprintf("is %s directly in [mcp], where only server tables go: each server is a table of its own, such as [mcp.notes] with command = [\"notes-server\"] in it", tomlTypeName(t))})
 			continue
 		}
-		var raw rawServer
-		if err := md.PrimitiveDecode(doc.MCP[name], &raw); err != nil {
-			errs = append(errs, decodeError(table, err))
-			continue
-		}
+		raw, bad := decodeServer(md, name, doc.MCP[name])
+		errs = append(errs, bad...)
 		for _, key := range md.Undecoded() {
 			if len(key) >= 3 && key[0] == "mcp" && key[1] == name {
 				errs = append(errs, &ConfigError{Table: table, Key: key[2:].String(),
@@ -210,8 +211,19 @@ func Parse(data []byte) ([]ServerConfig, error) {
 			}
 		}
 		sc, verrs := raw.config(name)
-		errs = append(errs, verrs...)
-		if len(verrs) == 0 {
+		for _, e := range verrs {
+			// A key of the wrong type was reported as such: what the
+			// checks say of its absence would only repeat that.
+			var ce *ConfigError
+			if errors.As(e, &ce) && slices.ContainsFunc(bad, func(b error) bool {
+				var be *ConfigError
+				return errors.As(b, &be) && be.Key == ce.Key
+			}) {
+				continue
+			}
+			errs = append(errs, e)
+		}
+		if len(verrs) == 0 && len(bad) == 0 {
 			servers = append(servers, sc)
 		}
 	}
@@ -233,6 +245,87 @@ func dedupe(errs []error) error {
 		}
 	}
 	return errors.Join(out...)
+}
+
+// decodeServer decodes the keys of server name's table one at a time, so
+// that a value of the wrong type is reported as such, naming its key, and
+// does not hide the other keys' problems; an unknown key is reported too.
+func decodeServer(md toml.MetaData, name string, prim toml.Primitive) (rawServer, []error) {
+	table := "mcp." + name
+	var raw rawServer
+	var keys map[string]toml.Primitive
+	if err := md.PrimitiveDecode(prim, &keys); err != nil {
+		return raw, []error{decodeError(table, err)}
+	}
+	// The keys are rawServer's toml tags, so a key added there is known
+	// here too.
+	fields := make(map[string]reflect.Value)
+	rv := reflect.ValueOf(&raw).Elem()
+	for i := range rv.NumField() {
+		fields[rv.Type().Field(i).Tag.Get("toml")] = rv.Field(i).Addr()
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, k := range names {
+		to, ok := fields[k]
+		if !ok {
+			errs = append(errs, &ConfigError{Table: table, Key: k,
+				Msg: "unknown key; the keys are " + strings.Join(knownKeys, ", ")})
+			continue
+		}
+		if err := md.PrimitiveDecode(keys[k], to.Interface()); err != nil {
+			want := goTypeName(to.Elem().Type())
+			got := tomlTypeName(md.Type("mcp", name, k))
+			msg := fmt.Sprintf("must be %s, not %s", want, got)
+			if got == "an array" || got == "a table" {
+				// The container is right; something in it is not.
+				msg = fmt.Sprintf("must be %s, and not every element is a string", want)
+			}
+			errs = append(errs, &ConfigError{Table: table, Key: k, Msg: msg})
+		}
+	}
+	return raw, errs
+}
+
+// goTypeName says in words what TOML value decodes into a field of type t
+// of rawServer.
+func goTypeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Slice:
+		return "an array of strings"
+	case reflect.Map:
+		return "a table of strings"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	}
+	return "a value of another type"
+}
+
+// tomlTypeName says in words what md.Type calls a TOML type.
+func tomlTypeName(t string) string {
+	switch t {
+	case "String":
+		return "a string"
+	case "Integer":
+		return "an integer"
+	case "Float":
+		return "a number"
+	case "Bool":
+		return "true or false"
+	case "Array":
+		return "an array"
+	case "Hash", "ArrayHash":
+		return "a table"
+	case "Datetime", "DatetimeLocal", "DateLocal", "TimeLocal":
+		return "a date or time"
+	}
+	return "a value of type " + t
 }
 
 func decodeError(table string, err error) error {

@@ -71,44 +71,50 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, doc string
 		want      []string // substrings of the error
+		not       []string // substrings it must not have
 	}{
-		{"unknown key", "[mcp.x]\ncommand=[\"a\"]\nalow=[\"t\"]", []string{"[mcp.x] alow", "unknown key", "allow"}},
-		{"no command", "[mcp.x]\nallow=[\"t\"]", []string{"[mcp.x] command", "required"}},
-		{"empty command", "[mcp.x]\ncommand=[]", []string{"[mcp.x] command", "required"}},
-		{"empty argv0", "[mcp.x]\ncommand=[\"\"]", []string{"[mcp.x] command"}},
-		{"reserved fs", "[mcp.fs]\ncommand=[\"a\"]", []string{"[mcp.fs]", "reserved"}},
-		{"reserved git", "[mcp.git]\ncommand=[\"a\"]", []string{"[mcp.git]", "reserved"}},
-		{"upper case", "[mcp.Notes]\ncommand=[\"a\"]", []string{"[mcp.Notes]", "lowercase"}},
-		{"underscore", "[mcp.a_b]\ncommand=[\"a\"]", []string{"[mcp.a_b]", "lowercase"}},
-		{"double dash", "[mcp.a--b]\ncommand=[\"a\"]", []string{"[mcp.a--b]", "single '-'"}},
-		{"trailing dash", "[mcp.a-]\ncommand=[\"a\"]", []string{"[mcp.a-]"}},
-		{"bad default", "[mcp.x]\ncommand=[\"a\"]\ndefault=\"allow\"", []string{"[mcp.x] default", `"approval"`, `"deny"`}},
-		{"bad sandbox", "[mcp.x]\ncommand=[\"a\"]\nsandbox=\"maybe\"", []string{"[mcp.x] sandbox", `"off"`, `"full"`}},
-		{"bad new_tools", "[mcp.x]\ncommand=[\"a\"]\nnew_tools=\"hide\"", []string{"[mcp.x] new_tools", `"hold"`, `"offer"`}},
-		{"bad duration", "[mcp.x]\ncommand=[\"a\"]\nstartup_timeout=\"soon\"", []string{"[mcp.x] startup_timeout", "30s"}},
-		{"negative duration", "[mcp.x]\ncommand=[\"a\"]\ncall_timeout=\"-1s\"", []string{"[mcp.x] call_timeout", "range"}},
-		{"duration number", "[mcp.x]\ncommand=[\"a\"]\ncall_timeout=30", []string{"[mcp.x] call_timeout", "string"}},
-		{"bad size", "[mcp.x]\ncommand=[\"a\"]\nmax_output=\"lots\"", []string{"[mcp.x] max_output", "256KiB"}},
-		{"zero size", "[mcp.x]\ncommand=[\"a\"]\nmax_output=0", []string{"[mcp.x] max_output", "range"}},
-		{"huge size", "[mcp.x]\ncommand=[\"a\"]\nmax_output=\"1GiB\"", []string{"[mcp.x] max_output", "64MiB"}},
-		{"too few processes", "[mcp.x]\ncommand=[\"a\"]\nmax_processes=2", []string{"[mcp.x] max_processes", "8 to"}},
-		{"processes as a string", "[mcp.x]\ncommand=[\"a\"]\nmax_processes=\"many\"", []string{"[mcp.x] max_processes", "whole number"}},
-		{"tiny memory", "[mcp.x]\ncommand=[\"a\"]\nmax_memory=\"1MiB\"", []string{"[mcp.x] max_memory", "16MiB to 1TiB"}},
-		{"bad memory", "[mcp.x]\ncommand=[\"a\"]\nmax_memory=\"lots\"", []string{"[mcp.x] max_memory", "not a size"}},
-		{"huge tmp", "[mcp.x]\ncommand=[\"a\"]\nmax_tmp=\"2048GiB\"", []string{"[mcp.x] max_tmp", "1MiB to 1TiB"}},
-		{"wrong type", "[mcp.x]\ncommand=\"srv --db x\"", []string{"[mcp.x] command"}},
-		{"bad env name", "[mcp.x]\ncommand=[\"a\"]\nenv={\"A-B\"=\"1\"}", []string{"[mcp.x] env", "A-B"}},
-		{"bad env_pass", "[mcp.x]\ncommand=[\"a\"]\nenv_pass=[\"1X\"]", []string{"[mcp.x] env_pass"}},
-		{"other user's home", "[mcp.x]\ncommand=[\"a\"]\nread=[\"~bob/x\"]", []string{"[mcp.x] read", "~/"}},
-		{"not a table", "mcp.x = 3", []string{"[mcp.x]", "table"}},
-		{"syntax", "[mcp.x\ncommand=", []string{"config:"}},
-		{"network string", "[mcp.x]\ncommand=[\"a\"]\nnetwork=\"api.example.com\"", []string{"[mcp.x] network", "a list of destinations"}},
-		{"network number entry", "[mcp.x]\ncommand=[\"a\"]\nnetwork=[\"a.example.com\", 3]", []string{"[mcp.x] network", "entry 2", "not a string"}},
-		{"network url", "[mcp.x]\ncommand=[\"a\"]\nnetwork=[\"https://api.example.com\"]", []string{"[mcp.x] network", "entry 1", `"https://api.example.com"`, "not a URL"}},
-		{"network localhost", "[mcp.x]\ncommand=[\"a\"]\nnetwork=[\"a.example.com\", \"localhost\"]", []string{"[mcp.x] network", "entry 2", "needs a port"}},
-		{"network tld", "[mcp.x]\ncommand=[\"a\"]\nnetwork=[\"*.com\"]", []string{"[mcp.x] network", "entry 1", "two labels"}},
-		{"network off", "[mcp.x]\ncommand=[\"a\"]\nsandbox=\"off\"\nnetwork=[\"a.example.com\"]", []string{"[mcp.x] network", "needs the sandbox"}},
-		{"two problems", "[mcp.x]\ncommand=[\"a\"]\nfoo=1\n[mcp.y]\nbar=2", []string{"[mcp.x] foo", "[mcp.y] bar", "[mcp.y] command"}},
+		{"unknown key", "[mcp.x]\ncommand=[\"a\"]\nalow=[\"t\"]", []string{"[mcp.x] alow", "unknown key", "allow"}, nil},
+		{"no command", "[mcp.x]\nallow=[\"t\"]", []string{"[mcp.x] command", "required"}, nil},
+		{"empty command", "[mcp.x]\ncommand=[]", []string{"[mcp.x] command", "required"}, nil},
+		{"empty argv0", "[mcp.x]\ncommand=[\"\"]", []string{"[mcp.x] command"}, nil},
+		{"reserved fs", "[mcp.fs]\ncommand=[\"a\"]", []string{"[mcp.fs]", "reserved"}, nil},
+		{"reserved git", "[mcp.git]\ncommand=[\"a\"]", []string{"[mcp.git]", "reserved"}, nil},
+		{"upper case", "[mcp.Notes]\ncommand=[\"a\"]", []string{"[mcp.Notes]", "lowercase"}, nil},
+		{"underscore", "[mcp.a_b]\ncommand=[\"a\"]", []string{"[mcp.a_b]", "lowercase"}, nil},
+		{"double dash", "[mcp.a--b]\ncommand=[\"a\"]", []string{"[mcp.a--b]", "single '-'"}, nil},
+		{"trailing dash", "[mcp.a-]\ncommand=[\"a\"]", []string{"[mcp.a-]"}, nil},
+		{"bad default", "[mcp.x]\ncommand=[\"a\"]\ndefault=\"allow\"", []string{"[mcp.x] default", `"approval"`, `"deny"`}, nil},
+		{"bad sandbox", "[mcp.x]\ncommand=[\"a\"]\nsandbox=\"maybe\"", []string{"[mcp.x] sandbox", `"off"`, `"full"`}, nil},
+		{"bad new_tools", "[mcp.x]\ncommand=[\"a\"]\nnew_tools=\"hide\"", []string{"[mcp.x] new_tools", `"hold"`, `"offer"`}, nil},
+		{"bad duration", "[mcp.x]\ncommand=[\"a\"]\nstartup_timeout=\"soon\"", []string{"[mcp.x] startup_timeout", "30s"}, nil},
+		{"negative duration", "[mcp.x]\ncommand=[\"a\"]\ncall_timeout=\"-1s\"", []string{"[mcp.x] call_timeout", "range"}, nil},
+		{"duration number", "[mcp.x]\ncommand=[\"a\"]\ncall_timeout=30", []string{"[mcp.x] call_timeout", "string"}, nil},
+		{"bad size", "[mcp.x]\ncommand=[\"a\"]\nmax_output=\"lots\"", []string{"[mcp.x] max_output", "256KiB"}, nil},
+		{"zero size", "[mcp.x]\ncommand=[\"a\"]\nmax_output=0", []string{"[mcp.x] max_output", "range"}, nil},
+		{"huge size", "[mcp.x]\ncommand=[\"a\"]\nmax_output=\"1GiB\"", []string{"[mcp.x] max_output", "64MiB"}, nil},
+		{"too few processes", "[mcp.x]\ncommand=[\"a\"]\nmax_processes=2", []string{"[mcp.x] max_processes", "8 to"}, nil},
+		{"processes as a string", "[mcp.x]\ncommand=[\"a\"]\nmax_processes=\"many\"", []string{"[mcp.x] max_processes", "whole number"}, nil},
+		{"tiny memory", "[mcp.x]\ncommand=[\"a\"]\nmax_memory=\"1MiB\"", []string{"[mcp.x] max_memory", "16MiB to 1TiB"}, nil},
+		{"bad memory", "[mcp.x]\ncommand=[\"a\"]\nmax_memory=\"lots\"", []string{"[mcp.x] max_memory", "not a size"}, nil},
+		{"huge tmp", "[mcp.x]\ncommand=[\"a\"]\nmax_tmp=\"2048GiB\"", []string{"[mcp.x] max_tmp", "1MiB to 1TiB"}, nil},
+		{"wrong type", "[mcp.x]\ncommand=\"srv --db x\"", []string{"[mcp.x] command: must be an array of strings, not a string"}, []string{"incompatible", "required"}},
+		{"wrong element type", "[mcp.x]\ncommand=[\"a\"]\nallow=[1]", []string{"[mcp.x] allow: must be an array of strings"}, []string{"incompatible"}},
+		{"wrong types hide nothing", "[mcp.x]\ncommand=\"srv\"\nnetwork=\"yes\"\ndefault=\"sometimes\"\nalow=[]\nenv={A=1}\nmax_processes=2",
+			[]string{"[mcp.x] command: must be", "[mcp.x] network", "[mcp.x] default", "[mcp.x] alow", "[mcp.x] env: must be a table of strings", "[mcp.x] max_processes"},
+			[]string{"incompatible", "required"}},
+		{"key directly in [mcp]", "[mcp]\ncommand=[\"srv\"]", []string{"[mcp] command", "directly in [mcp]", "[mcp.notes]"}, []string{"[mcp.command]"}},
+		{"bad env name", "[mcp.x]\ncommand=[\"a\"]\nenv={\"A-B\"=\"1\"}", []string{"[mcp.x] env", "A-B"}, nil},
+		{"bad env_pass", "[mcp.x]\ncommand=[\"a\"]\nenv_pass=[\"1X\"]", []string{"[mcp.x] env_pass"}, nil},
+		{"other user's home", "[mcp.x]\ncommand=[\"a\"]\nread=[\"~bob/x\"]", []string{"[mcp.x] read", "~/"}, nil},
+		{"not a table", "mcp.x = 3", []string{"[mcp] x", "an integer", "table"}, nil},
+		{"syntax", "[mcp.x\ncommand=", []string{"config:"}, nil},
+		{"network string", "[mcp.x]\ncommand=[\"a\"]\nnetwork=\"api.example.com\"", []string{"[mcp.x] network", "a list of destinations"}, nil},
+		{"network number entry", "[mcp.x]\ncommand=[\"a\"]\nnetwork=[\"a.example.com\", 3]", []string{"[mcp.x] network", "entry 2", "not a string"}, nil},
+		{"network url", "[mcp.x]\ncommand=[\"a\"]\nnetwork=[\"https://api.example.com\"]", []string{"[mcp.x] network", "entry 1", `"https://api.example.com"`, "not a URL"}, nil},
+		{"network localhost", "[mcp.x]\ncommand=[\"a\"]\nnetwork=[\"a.example.com\", \"localhost\"]", []string{"[mcp.x] network", "entry 2", "needs a port"}, nil},
+		{"network tld", "[mcp.x]\ncommand=[\"a\"]\nnetwork=[\"*.com\"]", []string{"[mcp.x] network", "entry 1", "two labels"}, nil},
+		{"network off", "[mcp.x]\ncommand=[\"a\"]\nsandbox=\"off\"\nnetwork=[\"a.example.com\"]", []string{"[mcp.x] network", "needs the sandbox"}, nil},
+		{"two problems", "[mcp.x]\ncommand=[\"a\"]\nfoo=1\n[mcp.y]\nbar=2", []string{"[mcp.x] foo", "[mcp.y] bar", "[mcp.y] command"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +125,11 @@ func TestParseErrors(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error %q contains %q", err, w)
 				}
 			}
 		})

@@ -51,6 +51,14 @@
 // Options.OnToolsChanged tells the agent. An unreadable state file is never
 // reset: every allowed tool needs approval until a person fixes it.
 //
+// With Options.LockFile the reviews are a team's instead: a lock file
+// (pin.Lock, committed with the project) holds, per server, the reviewed
+// table, the program identity (ProgramIdentity) and the reviewed tools.
+// First sight trusts nothing: a tool the lock does not hold needs approval,
+// and a server whose program changed has every allowed tool need approval.
+// A lock that a server could have written is trusted only as committed in
+// git or as this person last wrote or accepted it (LoadLock).
+//
 // # Calls
 //
 // Session.Call takes the model's name for a tool and the model's arguments.

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost/mcphost/sandbox"
 )
 
 func TestStartFailuresCarryStderr(t *testing.T) {
@@ -129,8 +131,10 @@ func TestGarbageStdout(t *testing.T) {
 	if time.Since(start) > 15*time.Second {
 		t.Errorf("Connect took %v", time.Since(start))
 	}
-	if n := noticeWith(s, "noisy", "initialize"); n == "" {
-		t.Errorf("no notice for the server printing garbage: %q", s.Notices())
+	if n := noticeWith(s, "noisy", "initialize", "mcphost stopped it", "invalid character"); n == "" {
+		t.Errorf("no notice saying mcphost stopped the server printing garbage: %q", s.Notices())
+	} else if strings.Contains(n, "exited") {
+		t.Errorf("the notice says the server exited, but mcphost stopped it: %q", n)
 	}
 	if _, ok := s.Tool("mcp__good__echo"); !ok {
 		t.Error("the good server is missing")
@@ -583,4 +587,37 @@ func TestRestartRacingClose(t *testing.T) {
 		t.Logf("Restart: %v", err)
 	}
 	waitNoProcesses(t, fixtureBin)
+}
+
+// TestCallToFailedServer: a call to a tool of a server that did not start
+// says the server is not running (and why), not that the tool is unknown.
+func TestCallToFailedServer(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(), fixture("exits", "-exit", "3"))
+	_, err := s.Call(context.Background(), "mcp__exits__echo", json.RawMessage(`{}`))
+	if !errors.Is(err, ErrServerGone) || errors.Is(err, ErrUnknownTool) {
+		t.Fatalf("Call = %v, want ErrServerGone", err)
+	}
+	if !strings.Contains(err.Error(), "exit status 3") {
+		t.Errorf("error %q does not say how the server failed", err)
+	}
+	// A server that does not exist stays an unknown tool.
+	if _, err := s.Call(context.Background(), "mcp__nosuch__echo", json.RawMessage(`{}`)); !errors.Is(err, ErrUnknownTool) {
+		t.Errorf("Call to no server = %v, want ErrUnknownTool", err)
+	}
+}
+
+// TestUnsupportedNoticeSaysOptOutOnce: the opt-out is named exactly once,
+// whether or not the sandbox's error names it already.
+func TestUnsupportedNoticeSaysOptOutOnce(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf(`%w: server "x": confinement is built only for Linux, and this is darwin; to run the server without confinement anyway (a risk), set sandbox = "off" in its [mcp.x] table`, sandbox.ErrUnsupported),
+		fmt.Errorf("%w: Landlock ABI 0", sandbox.ErrUnsupported),
+	} {
+		srv := &server{cfg: ServerConfig{Name: "x"}, err: &startError{"start", err}, stderr: newStderrLog("x", slog.New(slog.DiscardHandler))}
+		n := srv.failureNotice()
+		if c := strings.Count(n, `sandbox = "off"`); c != 1 {
+			t.Errorf("notice names the opt-out %d times: %q", c, n)
+		}
+	}
 }

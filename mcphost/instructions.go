@@ -55,6 +55,13 @@ func (srv *server) pinInstructions(ls loadedState, now time.Time) (rec *pinRecor
 		notice = fmt.Sprintf("server %s: its instructions are %d bytes, more than the %d mcphost passes on; they are not given to the model", name, len(text), maxInstructions)
 	case ls.err != nil || ls.state == nil:
 		p.pin = PinUnpinned
+	case ls.lock != nil:
+		// A lock does not record instructions (yet), and with a lock
+		// first sight trusts nothing: fail closed.
+		p.pin = PinUnpinned
+		if text != "" {
+			notice = fmt.Sprintf("server %s: its instructions are not given to the model: a lock file does not record instructions, and with a lock nothing is trusted on first sight", name)
+		}
 	default:
 		p.digest = digest
 		prev, pinned := ls.state.Instructions[name]
@@ -149,6 +156,9 @@ func (s *Session) ApproveInstructions(server string) error {
 	}
 	if _, err := srv.session(); err != nil {
 		return fmt.Errorf("mcphost: approve instructions: %w", err)
+	}
+	if s.lock != nil {
+		return fmt.Errorf("mcphost: approve instructions of [mcp.%s]: a lock file does not record instructions; run without -lock (Options.LockFile)", server)
 	}
 	srv.mu.Lock()
 	text := srv.instructions

@@ -125,7 +125,9 @@ func (srv *server) pinPrompts(raws []json.RawMessage, ls loadedState, now time.T
 		p := &Prompt{Server: name, Name: *d.Name, Title: d.Title, Description: d.Description,
 			Arguments: nonNull(d.Arguments), Definition: raw, Digest: digest}
 		switch {
-		case ls.err != nil || ls.state == nil:
+		case ls.err != nil || ls.state == nil || ls.lock != nil:
+			// A lock does not record prompts (yet): with one, nothing
+			// is trusted on first sight.
 			p.Pin = PinUnpinned
 		default:
 			key := pinKey(name, p.Name)
@@ -152,6 +154,9 @@ func (srv *server) pinPrompts(raws []json.RawMessage, ls loadedState, now time.T
 			}
 		}
 		prompts = append(prompts, p)
+	}
+	if ls.lock != nil && len(prompts) > 0 {
+		notices = append(notices, fmt.Sprintf("server %s: its prompts cannot be got: a lock file does not record prompts, and with a lock nothing is trusted on first sight", name))
 	}
 	if len(fresh) > 0 {
 		notices = append(notices, fmt.Sprintf("server %s offers %d prompt(s) no review on record covers: %s; they cannot be got until reviewed (mcphost approve prompt:%s/NAME)",
@@ -369,6 +374,9 @@ func (s *Session) ApprovePrompt(server, name string) error {
 	p, ok := srv.prompt(name)
 	if !ok {
 		return fmt.Errorf("mcphost: approve prompt: %w: server %s offers no prompt %q", ErrUnknownTool, server, printable(name, 80))
+	}
+	if s.lock != nil {
+		return fmt.Errorf("mcphost: approve prompt %q of [mcp.%s]: a lock file does not record prompts; run without -lock (Options.LockFile)", printable(name, 80), server)
 	}
 	now := time.Now().UTC()
 	names := s.toolNames(server)

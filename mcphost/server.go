@@ -43,6 +43,12 @@ type server struct {
 	sess   *Session
 	stderr *stderrLog
 
+	// program is the server's ProgramIdentity and programDrift how it
+	// differs from the lock's record, both decided at Connect (with a lock
+	// only) and not changed after.
+	program      []pin.ProgramFile
+	programDrift []string
+
 	restartMu sync.Mutex // serializes Restart
 
 	proxyOnce sync.Once
@@ -233,7 +239,16 @@ func (srv *server) explain(ctx context.Context, proc *sandbox.Process, err error
 		// the notice can say how it ended.
 		select {
 		case <-proc.Done():
-			err = fmt.Errorf("server exited (%s): %w", proc.ExitStatus(), err)
+			srv.mu.Lock()
+			stopped := srv.stopErr
+			srv.mu.Unlock()
+			if stopped != nil {
+				// The server did not exit: mcphost stopped it, for a reason
+				// that is also why initialize or the listing failed.
+				err = fmt.Errorf("mcphost stopped it: %w", stopped)
+			} else {
+				err = fmt.Errorf("server exited (%s): %w", proc.ExitStatus(), err)
+			}
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -433,7 +448,8 @@ func (srv *server) failureNotice() string {
 	err := srv.err
 	srv.mu.Unlock()
 	n := fmt.Sprintf("server %s did not start: %v", srv.cfg.Name, err)
-	if errors.Is(err, sandbox.ErrUnsupported) {
+	if errors.Is(err, sandbox.ErrUnsupported) && !strings.Contains(n, `sandbox = "off"`) {
+		// The sandbox's errors name the opt-out already; say it once.
 		n += fmt.Sprintf(" (to run it unconfined, a risk, set sandbox = \"off\" in [mcp.%s])", srv.cfg.Name)
 	}
 	if tail := srv.stderr.Tail(5); tail != "" {
@@ -682,8 +698,7 @@ func (srv *server) relist(gen uint64, cs *mcp.ClientSession, tap *listTap) bool 
 		s.publish(srv, nil, loadedState{})
 		return true
 	}
-	st, lerr := s.store.Load()
-	s.recordFirstSight(s.publish(srv, raws, loadedState{st, lerr}))
+	s.recordFirstSight(s.publish(srv, raws, s.loadPins(context.Background())))
 	s.logger.Info("server tools changed", "server", srv.cfg.Name, "tools", len(raws))
 	return true
 }
@@ -1017,6 +1032,12 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		e := &toolEntry{Tool: t, closed: closed, srv: srv, task: asTask}
 		if t.Decision != Deny {
 			rec, notice := srv.pinTool(e, ls, now)
+			if ls.lock != nil {
+				rec = nil // with a lock, first sight trusts nothing
+				if len(srv.programDrift) > 0 && e.Decision == Allow {
+					e.Decision = Approval
+				}
+			}
 			if rec != nil {
 				recs = append(recs, *rec)
 			}
@@ -1036,7 +1057,16 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 			}
 		}
 	}
-	if ls.state != nil {
+	if ls.lock != nil {
+		lockPath := srv.sess.opts.LockFile
+		if _, ok := ls.lock.Servers[cfg.Name]; !ok {
+			notices = append(notices, fmt.Sprintf("server %s is not in the lock %s: none of its tools is reviewed, each needs approval until recorded (mcphost approve -lock %s TOOL...)", cfg.Name, lockPath, lockPath))
+		} else if len(srv.programDrift) > 0 {
+			notices = append(notices, fmt.Sprintf("server %s: its program changed since the lock %s recorded it (%s): its allowed tools need approval until it is re-reviewed (mcphost approve -lock %s %s)",
+				cfg.Name, lockPath, strings.Join(srv.programDrift, "; "), lockPath, cfg.Name))
+		}
+	}
+	if ls.state != nil && (ls.lock == nil || hasServer(ls.lock, cfg.Name)) {
 		if n := srv.newToolsNotice(entries, ls); n != "" {
 			notices = append(notices, n)
 		}
@@ -1048,6 +1078,11 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		}
 	}
 	return entries, recs, notices
+}
+
+func hasServer(l *pin.Lock, name string) bool {
+	_, ok := l.Servers[name]
+	return ok
 }
 
 func nameProblem(err error) string {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,6 +92,20 @@ type Options struct {
 	// HostEnv is the environment the servers' environments are scrubbed
 	// from. Nil: os.Environ().
 	HostEnv []string
+	// LockFile is a lock file (pin.Lock; conventionally mcphost.lock
+	// beside the config) holding a team's reviews. With one, reviews are
+	// read from and recorded into it instead of the state file, and first
+	// sight trusts nothing: a tool the lock does not hold needs approval
+	// (with HoldNewTools it is withheld), and a server whose program
+	// (ProgramIdentity) differs from the one the lock recorded has every
+	// allowed tool need approval, with a notice. A lock that lies where a
+	// server could have written it is trusted only as committed in git or
+	// as this person's mcphost last wrote or accepted it (see LoadLock);
+	// otherwise nothing is trusted, StateError says why, and nothing is
+	// recorded into it. Connect creates a missing lock (empty, and
+	// recorded as this person's) before any server starts, so that no
+	// server of the session can write, replace or create it. "": no lock.
+	LockFile string
 	// LockTimeout bounds each wait for the state file's lock (recording a
 	// first sight or a review); past it the recording fails with an error
 	// wrapping pin.ErrLocked. Default pin.DefaultLockTimeout.
@@ -196,6 +212,10 @@ type ServerInfo struct {
 	// Widens lists what the server's table grants beyond the default
 	// confinement, for a person to weigh: see Widens. Never nil.
 	Widens []string `json:"widens"`
+	// ProgramChanged says, with a lock, how the server's program differs
+	// from the one the lock recorded (see ProgramChanges), decided at
+	// Connect; while it is not empty every allowed tool needs approval.
+	ProgramChanged []string `json:"program_changed,omitempty"`
 	// Protocol is the MCP revision the server negotiated in initialize
 	// (such as "2025-11-25"); "" when it is not running.
 	Protocol string `json:"protocol,omitempty"`
@@ -222,6 +242,8 @@ type Session struct {
 	// program files.
 	protect []string
 	store   *pin.Store
+	// lock is Options.LockFile, nil without one.
+	lock    *lockFile
 	logger  *slog.Logger
 	servers map[string]*server
 	order   []string
@@ -364,14 +386,36 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	if err := s.checkStateReach(); err != nil {
 		return nil, err
 	}
+	if opts.LockFile != "" {
+		configs := make([]ServerConfig, 0, len(s.order))
+		for _, name := range s.order {
+			configs = append(configs, s.servers[name].cfg)
+		}
+		lo := s.opts
+		lo.Worktree = wt
+		if s.lock, err = newLockFile(opts.LockFile, configs, lo); err != nil {
+			return nil, err
+		}
+		s.opts.LockFile = s.lock.path
+		// A missing lock is created (empty) before any server starts, so
+		// that it is protected like an existing one and no server of this
+		// session can create it.
+		if _, err := os.Lstat(s.lock.path); errors.Is(err, fs.ErrNotExist) {
+			if err := s.lock.update(ctx, func(*pin.Lock) error { return nil }); err != nil {
+				return nil, fmt.Errorf("mcphost: creating the lock file %s before the servers start: %w", s.lock.path, err)
+			}
+		}
+		for _, name := range s.order {
+			srv := s.servers[name]
+			// A program that cannot be found fails its start, saying why.
+			srv.program, _ = programIdentity(srv.cfg, wt, s.opts.HostEnv)
+		}
+	}
 	s.protect = s.protectPaths()
 
 	// Read the pins while the servers start.
 	stateCh := make(chan loadedState, 1)
-	go func() {
-		st, err := s.store.Load()
-		stateCh <- loadedState{st, err}
-	}()
+	go func() { stateCh <- s.loadPins(ctx) }()
 
 	type started struct {
 		srv *server
@@ -384,8 +428,19 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	}
 	ls := <-stateCh
 	s.stateErr = ls.err
-	if ls.err != nil {
+	switch {
+	case ls.err != nil && s.lock != nil:
+		s.addNotice(fmt.Sprintf("the lock file cannot be used, so no tool is trusted (each needs approval): %v", ls.err))
+	case ls.err != nil:
 		s.addNotice(fmt.Sprintf("reviewed-tools state unreadable, so no allowed tool is trusted (each needs approval): %v", ls.err))
+	}
+	if ls.lock != nil {
+		for _, name := range s.order {
+			srv := s.servers[name]
+			if entry, ok := ls.lock.Servers[name]; ok && srv.program != nil {
+				srv.programDrift = ProgramChanges(entry.Program, srv.program)
+			}
+		}
 	}
 	var startErrs []*server
 	for range s.order {
@@ -443,6 +498,22 @@ func (s *Session) checkStateReach() error {
 type loadedState struct {
 	state *pin.State
 	err   error
+	// lock is the lock the state was made from (lockView), nil without
+	// one: then nothing is trusted on first sight.
+	lock *pin.Lock
+}
+
+// loadPins reads the reviews: the lock's, with a lock, else the state's.
+func (s *Session) loadPins(ctx context.Context) loadedState {
+	if s.lock == nil {
+		st, err := s.store.Load()
+		return loadedState{state: st, err: err}
+	}
+	l, err := s.lock.load(ctx)
+	if err != nil {
+		return loadedState{err: err}
+	}
+	return loadedState{state: lockView(l, s.order), lock: l}
 }
 
 // pinRecord is a first sight to record in the state file: a tool (kind
@@ -483,7 +554,7 @@ func (r pinRecord) in(st *pin.State) map[string]pin.Entry {
 // one update, so parallel starts do not queue on the state file's lock. A
 // server seen for the first time also gets its set of tool names recorded.
 func (s *Session) recordFirstSight(recs []pinRecord) {
-	if len(recs) == 0 || s.opts.ReadOnlyState {
+	if len(recs) == 0 || s.opts.ReadOnlyState || s.lock != nil {
 		return
 	}
 	servers := map[string][]string{}
@@ -678,13 +749,15 @@ func (s *Session) Servers() []ServerInfo {
 		srv := s.servers[name]
 		info := srv.info()
 		info.Tools = count[srv]
+		info.ProgramChanged = slices.Clone(srv.programDrift)
 		out = append(out, info)
 	}
 	return out
 }
 
-// StateError returns why the reviewed-tools state file could not be read
-// when the session connected, or nil. While it is non-nil no allowed tool is
+// StateError returns why the reviewed-tools state file (or, with
+// Options.LockFile, the lock: unreadable, or ErrLockUntrusted) could not
+// be read when the session connected, or nil. While it is non-nil no allowed tool is
 // trusted: each needs approval. The file is never reset; a person fixes it
 // or moves it aside.
 func (s *Session) StateError() error {
@@ -762,9 +835,9 @@ func (s *Session) Restart(ctx context.Context, server string) error {
 		s.addNotice(srv.failureNotice())
 		return fmt.Errorf("mcphost: restart %s: %w", server, err)
 	}
-	st, err := s.store.Load()
-	recs := s.publish(srv, srv.lastList, loadedState{st, err})
-	recs = append(recs, s.publishTexts(srv, loadedState{st, err})...)
+	ls := s.loadPins(ctx)
+	recs := s.publish(srv, srv.lastList, ls)
+	recs = append(recs, s.publishTexts(srv, ls)...)
 	s.recordFirstSight(recs)
 	if s.opts.OnToolsChanged != nil {
 		s.opts.OnToolsChanged(server)
@@ -812,6 +885,13 @@ func (s *Session) approvable(names []string) ([]*toolEntry, error) {
 
 // review records tools as reviewed and publishes them as allowed.
 func (s *Session) review(entries ...*toolEntry) error {
+	if s.lock != nil {
+		if err := s.reviewIntoLock(entries); err != nil {
+			return fmt.Errorf("mcphost: record review: %w", err)
+		}
+		s.published(entries)
+		return nil
+	}
 	now := time.Now().UTC()
 	all := map[string][]string{} // every tool of each server, for its first review
 	for _, e := range entries {
@@ -846,6 +926,59 @@ func (s *Session) review(entries ...*toolEntry) error {
 	if err != nil {
 		return fmt.Errorf("mcphost: record review: %w", err)
 	}
+	s.published(entries)
+	return nil
+}
+
+// reviewIntoLock records tools as reviewed in the lock. A server the lock
+// does not hold yet gets its table and program recorded with them: this
+// is its first review. A server's program that changed is not re-reviewed
+// by reviewing its tools (mcphost approve -lock F SERVER does that).
+func (s *Session) reviewIntoLock(entries []*toolEntry) error {
+	type rec struct {
+		server, tool string
+		entry        pin.LockEntry
+	}
+	var recs []rec
+	tables := map[string]*pin.LockEntry{}
+	for _, e := range entries {
+		le, err := pin.NewLockEntry(e.Definition)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec{e.Server, e.Tool.Tool, le})
+		if _, ok := tables[e.Server]; !ok {
+			def, err := e.srv.cfg.Definition()
+			if err != nil {
+				return err
+			}
+			te, err := pin.NewLockEntry(def)
+			if err != nil {
+				return err
+			}
+			tables[e.Server] = &te
+		}
+	}
+	return s.lock.update(context.Background(), func(l *pin.Lock) error {
+		for _, r := range recs {
+			ls, ok := l.Servers[r.server]
+			if !ok {
+				ls = pin.LockServer{Table: tables[r.server], Program: s.servers[r.server].program}
+			}
+			if ls.Tools == nil {
+				ls.Tools = map[string]pin.LockEntry{}
+			} else {
+				ls.Tools = maps.Clone(ls.Tools)
+			}
+			ls.Tools[r.tool] = r.entry
+			l.Servers[r.server] = ls
+		}
+		return nil
+	})
+}
+
+// published marks reviewed tools as such in the session.
+func (s *Session) published(entries []*toolEntry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range entries {
@@ -855,10 +988,12 @@ func (s *Session) review(entries ...*toolEntry) error {
 		}
 		upd := *cur
 		upd.Decision = upd.srv.cfg.policy(upd.Tool.Tool)
+		if s.lock != nil && len(upd.srv.programDrift) > 0 && upd.Decision == Allow {
+			upd.Decision = Approval // its program is not re-reviewed
+		}
 		upd.Pin, upd.Changed, upd.Withheld, upd.unreviewed, upd.reviewed = PinSame, nil, false, false, nil
 		s.tools[e.Name] = &upd
 	}
-	return nil
 }
 
 func pinKey(server, tool string) string { return server + "/" + tool }
@@ -893,7 +1028,8 @@ func (s *Session) Diff(name string) ([]pin.Change, error) {
 }
 
 func (s *Session) diff(e *toolEntry) ([]pin.Change, error) {
-	st, err := s.store.Load()
+	ls := s.loadPins(context.Background())
+	st, err := ls.state, ls.err
 	if err != nil {
 		return nil, err
 	}

@@ -77,6 +77,11 @@ func (s *Session) protectPaths() []string {
 	for _, n := range defaultConfigNames {
 		entries = append(entries, entry{filepath.Join(s.worktree, n), ""})
 	}
+	if s.lock != nil {
+		// A lock that does not exist yet is not protected: one a server
+		// creates is not trusted (see lockFile.trust).
+		entries = append(entries, entry{s.lock.path, ""})
+	}
 	if opt, err := expandPaths("", "protect", s.opts.Protect, s.worktree, s.hostEnv()); err == nil {
 		for _, p := range opt {
 			entries = append(entries, entry{p, "Options.Protect"})

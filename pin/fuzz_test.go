@@ -79,7 +79,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(`{"version":2,"x":[]}`))
 	f.Add([]byte(`{"version":2,"tables":{"notes@/w/mcphost.toml":{"digest":"b3v1:` + "0000000000000000000000000000000000000000000000000000000000000000" + `","definition":{},"reviewed_at":"2026-01-01T00:00:00Z"}}}`))
 	ins, _ := NewEntry(InstructionsDefinition("Use the notes."), time.Unix(1, 0).UTC())
-	f.Add(fmt.Appendf(nil, `{"version":3,"instructions":{"notes":{"digest":%q,"definition":%s,"reviewed_at":"1970-01-01T00:00:01Z"}},"prompts":{}}`, ins.Digest, ins.Definition))
+	f.Add(fmt.Appendf(nil, `{"version":4,"instructions":{"notes":{"digest":%q,"definition":%s,"reviewed_at":"1970-01-01T00:00:01Z"}},"prompts":{}}`, ins.Digest, ins.Definition))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, err := parseState(data)
 		if err != nil {

@@ -13,3 +13,8 @@ import (
 func lock(path string, timeout time.Duration) (unlock func(), err error) {
 	return nil, fmt.Errorf("file locking is not implemented on this platform: %w", errors.ErrUnsupported)
 }
+
+// lockDir fails as lock does.
+func lockDir(dir string, timeout time.Duration) (unlock func(), err error) {
+	return lock(dir, timeout)
+}

@@ -22,6 +22,21 @@ func lock(path string, timeout time.Duration) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
+	return flockWait(f, path, timeout)
+}
+
+// lockDir takes an exclusive flock on the directory dir itself, as lock
+// does on a file: for a file that lives in a project (a lock file), so
+// that locking it leaves no second file there.
+func lockDir(dir string, timeout time.Duration) (unlock func(), err error) {
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	return flockWait(f, dir, timeout)
+}
+
+func flockWait(f *os.File, path string, timeout time.Duration) (unlock func(), err error) {
 	deadline := time.Now().Add(timeout)
 	pause := time.Millisecond
 	for {

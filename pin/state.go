@@ -23,9 +23,9 @@ const FileName = "mcp-reviewed.json"
 
 // FormatVersion is the version of the state file format this package reads
 // and writes. A file with a higher version is refused, never misread.
-// Version 2 added Tables, version 3 Instructions and Prompts; an older
-// file is read as one without them.
-const FormatVersion = 3
+// Version 2 added Tables, version 3 Locks, version 4 Instructions and
+// Prompts; an older file is read as one without them.
+const FormatVersion = 4
 
 // maxStateSize bounds how much of a state file is read, so that a runaway
 // file cannot exhaust memory. It is far above any real use: ten thousand
@@ -79,6 +79,11 @@ type State struct {
 	// could have written, keyed by TableKey(config, server): the table's
 	// definition (mcphost.ServerConfig.Definition) and its digest.
 	Tables map[string]Entry `json:"tables"`
+	// Locks holds, keyed by a lock file's absolute path, DigestBytes of the
+	// content this person's mcphost last wrote to it or that they
+	// accepted as it is: a lock that lies where a server could write it is
+	// trusted only as committed, or with this digest.
+	Locks map[string]string `json:"locks"`
 	// Instructions holds the reviewed instructions of each server (the
 	// "instructions" of its initialize result), keyed by the server's
 	// name. The entry's Definition is InstructionsDefinition of the text;
@@ -240,7 +245,7 @@ func readLimited(path string) ([]byte, error) {
 }
 
 func newState() *State {
-	return &State{Version: FormatVersion, Tools: map[string]Entry{}, Servers: map[string]ServerEntry{}, Tables: map[string]Entry{},
+	return &State{Version: FormatVersion, Tools: map[string]Entry{}, Servers: map[string]ServerEntry{}, Tables: map[string]Entry{}, Locks: map[string]string{},
 		Instructions: map[string]Entry{}, Prompts: map[string]Entry{}}
 }
 
@@ -304,13 +309,17 @@ func parseState(data []byte) (*State, error) {
 			if err := decodeServers(st, &m.val); err != nil {
 				return nil, err
 			}
+		case "locks":
+			if err := decodeLocks(st, &m.val); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, fmt.Errorf("unknown field %s", quoteKey(m.key))
 		}
 	}
 	byField := map[string]map[string]string{"tools": digests, "tables": tableDigests, "instructions": insDigests, "prompts": promptDigests}
 	err = checkState(st, func(field, key string, _ json.RawMessage) (string, error) { return byField[field][key], nil })
-	if err == nil && version < 3 && (len(st.Instructions) > 0 || len(st.Prompts) > 0) {
+	if err == nil && version < 4 && (len(st.Instructions) > 0 || len(st.Prompts) > 0) {
 		err = fmt.Errorf("format version %d has no \"instructions\" nor \"prompts\"", version)
 	}
 	if err != nil {
@@ -390,6 +399,22 @@ func decodeEntries(into map[string]Entry, field string, data []byte, v *value, d
 	return digests, nil
 }
 
+func decodeLocks(st *State, v *value) error {
+	if v.kind == kindNull {
+		return nil
+	}
+	if v.kind != kindObject {
+		return errors.New("\"locks\" is not an object")
+	}
+	for _, m := range v.kids {
+		if m.val.kind != kindString {
+			return fmt.Errorf("locks[%s] is not a string", quoteKey(m.key))
+		}
+		st.Locks[string(m.key)] = string(m.val.text)
+	}
+	return nil
+}
+
 func decodeServers(st *State, v *value) error {
 	if v.kind == kindNull {
 		return nil
@@ -456,6 +481,14 @@ func checkState(st *State, digestOf func(field, key string, def json.RawMessage)
 		return nil
 	}); err != nil {
 		return err
+	}
+	for _, k := range sortedKeys(st.Locks) {
+		if !strings.HasPrefix(k, "/") {
+			return fmt.Errorf("locks[%s]: key is not an absolute path", quoteKey([]byte(k)))
+		}
+		if !validDigest(st.Locks[k]) {
+			return fmt.Errorf("locks[%s]: digest %s has an unknown format", quoteKey([]byte(k)), quoteKey([]byte(st.Locks[k])))
+		}
 	}
 	if err := checkEntries(st.Instructions, "instructions", digestOf, func(k string) error {
 		if k == "" || strings.Contains(k, "/") {
@@ -600,6 +633,9 @@ func (s *Store) Update(fn func(*State) error) error {
 	if st.Tables == nil {
 		st.Tables = map[string]Entry{}
 	}
+	if st.Locks == nil {
+		st.Locks = map[string]string{}
+	}
 	if st.Instructions == nil {
 		st.Instructions = map[string]Entry{}
 	}
@@ -650,13 +686,21 @@ func removeStaleTemps(dir string) {
 }
 
 func (s *Store) writeAtomic(path string, data []byte) error {
+	return writeAtomicMode(path, tempPattern, data, 0o600, s.beforeRename)
+}
+
+// writeAtomicMode writes data to path through a temporary file named by
+// pattern in the same directory, with the given mode: synced, renamed over
+// path, and the directory synced. beforeRename, if not nil, runs just
+// before the rename.
+func writeAtomicMode(path, pattern string, data []byte, mode os.FileMode, beforeRename func(tmp string) error) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, tempPattern)
+	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	if err := writeSync(f, data); err != nil {
+	if err := writeSync(f, data, mode); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return err
@@ -665,8 +709,8 @@ func (s *Store) writeAtomic(path string, data []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	if s.beforeRename != nil {
-		if err := s.beforeRename(tmp); err != nil {
+	if beforeRename != nil {
+		if err := beforeRename(tmp); err != nil {
 			os.Remove(tmp)
 			return err
 		}
@@ -682,9 +726,9 @@ func (s *Store) writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-func writeSync(f *os.File, data []byte) error {
-	// CreateTemp already uses 0600; say so explicitly, whatever it does.
-	if err := f.Chmod(0o600); err != nil {
+func writeSync(f *os.File, data []byte, mode os.FileMode) error {
+	// CreateTemp uses 0600; say the mode explicitly, whatever it does.
+	if err := f.Chmod(mode); err != nil {
 		return err
 	}
 	if _, err := f.Write(data); err != nil {

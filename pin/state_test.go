@@ -252,14 +252,14 @@ func assertUpdateRefused(t *testing.T, s *Store, data []byte, want error) {
 }
 
 func TestLoadFutureVersion(t *testing.T) {
-	for _, name := range []string{"v4", "v99_other_types"} {
+	for _, name := range []string{"v5", "v99_other_types"} {
 		t.Run(name, func(t *testing.T) {
 			s, data := installState(t, "state/future/"+name+".json")
 			_, err := s.Load()
 			if !errors.Is(err, ErrFutureVersion) || errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Load error = %v, want ErrFutureVersion only", err)
 			}
-			for _, w := range []string{filepath.Join(s.Dir, FileName), "reads up to 3", "upgrade"} {
+			for _, w := range []string{filepath.Join(s.Dir, FileName), "reads up to 4", "upgrade"} {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
@@ -645,8 +645,8 @@ func TestInstructionsAndPrompts(t *testing.T) {
 		t.Fatalf("Load = %+v, want the entries written", st)
 	}
 	data, _ := os.ReadFile(filepath.Join(s.Dir, FileName))
-	if !bytes.Contains(data, []byte(`"version": 3`)) {
-		t.Errorf("written file is not version 3:\n%s", data)
+	if !bytes.Contains(data, []byte(`"version": 4`)) {
+		t.Errorf("written file is not version 4:\n%s", data)
 	}
 
 	wrongDigest := prompt
@@ -670,11 +670,11 @@ func TestInstructionsAndPrompts(t *testing.T) {
 		})
 	}
 
-	// A version 2 file has neither map: one that claims to is not trusted.
-	v1 := bytes.Replace(data, []byte(`"version": 3`), []byte(`"version": 2`), 1)
+	// A version 3 file has neither map: one that claims to is not trusted.
+	v1 := bytes.Replace(data, []byte(`"version": 4`), []byte(`"version": 3`), 1)
 	os.WriteFile(filepath.Join(s.Dir, FileName), v1, 0o600)
 	if _, err := s.Load(); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("Load of a version 2 file with instructions = %v, want ErrCorrupt", err)
+		t.Errorf("Load of a version 3 file with instructions = %v, want ErrCorrupt", err)
 	}
 	// A changed byte of the pinned text is caught.
 	tampered := bytes.Replace(data, []byte("the notes"), []byte("the keys!"), 1)

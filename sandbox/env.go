@@ -15,7 +15,7 @@ func passedByDefault(name string) bool {
 	case "PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "USER", "LOGNAME", "SHELL":
 		return true
 	}
-	return false
+	return passedOnThisOS(name)
 }
 
 // validEnvName reports whether name can be an environment variable name:

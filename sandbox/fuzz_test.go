@@ -163,6 +163,23 @@ func FuzzParseStatPPid(f *testing.F) {
 	})
 }
 
+func FuzzParseStat(f *testing.F) {
+	f.Add([]byte("42 (hostile) S 7 42 42 0 -1 4194560 99 0 0 0 0 0 0 0 20 0 1 0 5017 1000 2"), "x) y", 9, 11)
+	f.Add([]byte("1 (init) Z 0 1"), "", 0, 0)
+	f.Fuzz(func(t *testing.T, stat []byte, comm string, ppid, pgrp int) {
+		if st, err := parseStat(stat); err == nil && (st.ppid < 0 || st.pgrp < 0) {
+			t.Fatalf("negative id in %+v from %q", st, stat)
+		}
+		if ppid < 0 || pgrp < 0 || strings.ContainsAny(comm, "\n\x00") {
+			return
+		}
+		line := "42 (" + comm + ") S " + strconv.Itoa(ppid) + " " + strconv.Itoa(pgrp) + " 42 0 -1 4194560 99 0 0 0 0 0 0 0 20 0 1 0 " + strconv.Itoa(ppid+pgrp) + " 1000 2"
+		if st, err := parseStat([]byte(line)); err != nil || st != (procStat{'S', ppid, pgrp, uint64(ppid + pgrp)}) {
+			t.Fatalf("parseStat(%q) = %+v, %v; want S %d %d", line, st, err, ppid, pgrp)
+		}
+	})
+}
+
 func FuzzBuildEnv(f *testing.F) {
 	f.Add("PATH=/bin\x00HOME=/h\x00SECRET=x", "TOKEN", "MODE", "ro")
 	f.Add("=x\x00TMPDIR=/host\x00A=B=C", "A", "TMPDIR", "/evil")

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // isUnder reports whether path is root or lies beneath it. Both must be
@@ -244,32 +241,6 @@ func checkExecutable(p string) error {
 		return &fs.PathError{Op: "exec", Path: p, Err: fs.ErrPermission}
 	}
 	return nil
-}
-
-// readHead returns up to n bytes from the start of the file at p.
-func readHead(p string, n int) ([]byte, error) {
-	// Not blocking, and only a regular file: a FIFO (or a terminal) a
-	// server put in place of a script or interpreter would otherwise hang
-	// the start, or read what the person types.
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%v)", p, st.Mode().Type())
-	}
-	buf := make([]byte, n)
-	m, err := io.ReadFull(f, buf)
-	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return nil, err
-	}
-	return buf[:m], nil
 }
 
 // execChain returns the programs the kernel and env(1) will load to run the

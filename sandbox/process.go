@@ -150,6 +150,13 @@ type Process struct {
 	removeCgroup func() error
 	memoryHit    func() bool
 	memoryLimit  int64
+
+	// endTree, outside Linux, kills the server's process tree (its
+	// session and process group, or its job object) and waits for it;
+	// noteTree, where set, records the tree's processes as Close begins.
+	// Both are nil on Linux, where the helper does that.
+	endTree  func() error
+	noteTree func()
 }
 
 // Lacks lists, in words for a person, what the confinement of this server
@@ -215,6 +222,9 @@ func (p *Process) Close(grace time.Duration) error {
 
 func (p *Process) close(grace time.Duration) error {
 	var errs []error
+	if p.noteTree != nil {
+		p.noteTree()
+	}
 	closeQuietly(p.stdin)
 	if grace > 0 {
 		t := time.NewTimer(grace)
@@ -295,6 +305,12 @@ func (p *Process) waitExited() error {
 
 // kill ends the server's processes and waits, at most killWait, for Done.
 func (p *Process) kill() error {
+	if p.endTree != nil {
+		if err := p.endTree(); err != nil {
+			return err
+		}
+		return p.waitDone(killWait)
+	}
 	if !p.off && !p.reduced {
 		// The helper is init of the server's PID namespace: when it dies
 		// the kernel kills everything else in the namespace.
@@ -350,4 +366,22 @@ func removeAll(dir string) error {
 		return nil
 	})
 	return os.RemoveAll(dir)
+}
+
+// finish records how the server ended, unless that is known already, and
+// closes Done. It is called when the helper reports that the server and
+// everything it started are gone, and when the helper has exited.
+func (p *Process) finish(status string) {
+	p.doneOnce.Do(func() {
+		p.mu.Lock()
+		if p.reported != "" {
+			status = p.reported
+		}
+		if p.memoryHit != nil && p.memoryHit() {
+			status += fmt.Sprintf(" (the kernel killed a process at the server's memory limit, %s: max_memory)", formatBytes(p.memoryLimit))
+		}
+		p.exitStatus = status
+		p.mu.Unlock()
+		close(p.done)
+	})
 }

@@ -90,3 +90,39 @@ func parseStatPPid(stat []byte) (int, error) {
 	}
 	return ppid, nil
 }
+
+// procStat is what parseStat reads from /proc/PID/stat.
+type procStat struct {
+	state      byte
+	ppid, pgrp int
+	start      uint64 // in clock ticks since boot
+}
+
+// parseStat returns the state, parent pid, process group and start time
+// from the text of /proc/PID/stat, found from the last ')' as in
+// parseStatPPid.
+func parseStat(stat []byte) (procStat, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return procStat{}, fmt.Errorf("stat %q: no command name", stat)
+	}
+	// After ") " come the state (field 3), the parent pid, the process
+	// group, ..., and the start time (field 22).
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, fmt.Errorf("stat %q: too few fields", stat)
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil || ppid < 0 {
+		return procStat{}, fmt.Errorf("stat %q: bad parent pid %q", stat, f[1])
+	}
+	pgrp, err := strconv.Atoi(f[2])
+	if err != nil || pgrp < 0 {
+		return procStat{}, fmt.Errorf("stat %q: bad process group %q", stat, f[2])
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("stat %q: bad start time %q", stat, f[19])
+	}
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, nil
+}

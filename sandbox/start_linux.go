@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -227,10 +226,6 @@ func unsupported(name, why string) error {
 		ErrUnsupported, name, why, name)
 }
 
-func invalidConfig(name string, err error) error {
-	return fmt.Errorf("%w: server %q: %w", ErrInvalidConfig, name, err)
-}
-
 // useUserNS reports whether the helper needs a user namespace to get the
 // privilege to create the others: when the host is not root, or is a root
 // without CAP_SYS_ADMIN (in a container).
@@ -278,19 +273,6 @@ func applyLimits(sp *spec, name string, l Limits) (*cgroup, string) {
 	sp.NProc = l.Processes
 	sp.Data = l.Memory
 	return nil, fmt.Sprintf("rlimits: %d processes, %s data/process, %s tmp", l.Processes, formatBytes(l.Memory), formatBytes(l.Tmp))
-}
-
-// formatBytes writes n in the largest binary unit that divides it.
-func formatBytes(n int64) string {
-	for _, u := range []struct {
-		size int64
-		name string
-	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-		if n >= u.size && n%u.size == 0 {
-			return strconv.FormatInt(n/u.size, 10) + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10) + "B"
 }
 
 // runUnprivileged makes the server of sp run as ServerID, with every
@@ -391,71 +373,6 @@ func anyUnder(paths []string, root string) bool {
 		}
 	}
 	return false
-}
-
-// canonicalExisting resolves each absolute path through symbolic links,
-// dropping the ones that do not exist, and removes duplicates.
-func canonicalExisting(paths []string) []string {
-	seen := make(map[string]bool)
-	var out []string
-	for _, p := range paths {
-		if !filepath.IsAbs(p) {
-			continue
-		}
-		c, err := filepath.EvalSymlinks(p)
-		if err != nil || seen[c] {
-			continue
-		}
-		seen[c] = true
-		out = append(out, c)
-	}
-	return out
-}
-
-// checkConfig checks what can be checked of cfg without touching the
-// filesystem.
-func checkConfig(cfg *Config) error {
-	if len(cfg.Argv) == 0 || cfg.Argv[0] == "" {
-		return errors.New("empty command")
-	}
-	for _, a := range cfg.Argv {
-		if err := checkNoNUL("command argument", a); err != nil {
-			return err
-		}
-	}
-	if err := checkAbsPath("worktree", cfg.Worktree); err != nil {
-		return err
-	}
-	for _, p := range cfg.Read {
-		if err := checkAbsPath("read path", p); err != nil {
-			return err
-		}
-	}
-	for _, p := range cfg.Write {
-		if err := checkAbsPath("write path", p); err != nil {
-			return err
-		}
-	}
-	for _, p := range cfg.Protect {
-		if err := checkAbsPath("protect path", p); err != nil {
-			return err
-		}
-	}
-	for _, n := range cfg.EnvPass {
-		if !validEnvName(n) {
-			return fmt.Errorf("env_pass name %q is not a valid variable name", n)
-		}
-	}
-	return nil
-}
-
-func checkNoNUL(what, s string) error {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return fmt.Errorf("%s %q contains a NUL byte", what, s)
-		}
-	}
-	return nil
 }
 
 // canonical resolves p, which must exist, through symbolic links.
@@ -807,21 +724,6 @@ func singleLink(p string, st fs.FileInfo) error {
 	return nil
 }
 
-// tempPrefix turns a server name into something safe in a file name.
-func tempPrefix(name string) string {
-	b := make([]byte, 0, len(name))
-	for i := 0; i < len(name) && len(b) < 32; i++ {
-		c := name[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
-			b = append(b, c)
-		}
-	}
-	if len(b) == 0 {
-		return "server"
-	}
-	return string(b)
-}
-
 // launch starts the helper with sp and waits for its first report. The
 // helper is the embedded helper program unless opts say otherwise or it
 // cannot run here; then it is the host program.
@@ -1088,24 +990,6 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 		status = cmd.ProcessState.String()
 	}
 	p.finish(status)
-}
-
-// finish records how the server ended, unless that is known already, and
-// closes Done. It is called when the helper reports that the server and
-// everything it started are gone, and when the helper has exited.
-func (p *Process) finish(status string) {
-	p.doneOnce.Do(func() {
-		p.mu.Lock()
-		if p.reported != "" {
-			status = p.reported
-		}
-		if p.memoryHit != nil && p.memoryHit() {
-			status += fmt.Sprintf(" (the kernel killed a process at the server's memory limit, %s: max_memory)", formatBytes(p.memoryLimit))
-		}
-		p.exitStatus = status
-		p.mu.Unlock()
-		close(p.done)
-	})
 }
 
 // readReports reads the helper's reports: the first goes to first, an exit

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/mcphost/mcphost/pin"
@@ -22,7 +22,7 @@ func colorFor(w io.Writer) palette {
 	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return palette{}
 	}
-	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+	if !term.IsTerminal(int(f.Fd())) {
 		return palette{}
 	}
 	return palette{allow: "\x1b[32m", approval: "\x1b[33m", deny: "\x1b[31m", dim: "\x1b[2m", reset: "\x1b[0m"}
@@ -108,6 +108,9 @@ func writeList(w io.Writer, tools []mcphost.Tool, prompts []mcphost.Prompt, serv
 			fmt.Fprintf(w, "%*s  instructions (%s, %d bytes): %s\n", sw, "", s.InstructionsPin, len(s.Instructions),
 				strings.ReplaceAll(pin.Visible(s.Instructions), "\n", "\n"+strings.Repeat(" ", sw+4)))
 		}
+		if len(s.ProgramChanged) > 0 {
+			fmt.Fprintf(w, "%*s  %sprogram changed since the lock recorded it:%s %s\n", sw, "", p.approval, p.reset, pin.Visible(strings.Join(s.ProgramChanged, "; ")))
+		}
 		if len(s.Widens) > 0 {
 			fmt.Fprintf(w, "%*s  %swidens the default:%s %s\n", sw, "", p.approval, p.reset, pin.Visible(strings.Join(s.Widens, "; ")))
 		}
@@ -115,7 +118,7 @@ func writeList(w io.Writer, tools []mcphost.Tool, prompts []mcphost.Prompt, serv
 	if len(notices) > 0 {
 		fmt.Fprintf(w, "\n%snotices:%s\n", p.dim, p.reset)
 		for _, n := range notices {
-			fmt.Fprintf(w, "- %s\n", strings.ReplaceAll(pin.Visible(n), "\n", "\n  "))
+			fmt.Fprintf(w, "- %s\n", visibleLines(n, "  "))
 		}
 	}
 }

@@ -1,10 +1,10 @@
 // Command mcphost shows a person what a coding agent's MCP servers offer
 // and records their review of it.
 //
-//	mcphost list    [-config F] [-worktree D] [-state D] [-json]
-//	mcphost approve [-config F] [-worktree D] [-state D] [-yes] TOOL|SERVER...
-//	mcphost call    [-config F] [-worktree D] [-state D] TOOL [JSON-ARGS]
-//	mcphost check   [-config F] [-worktree D] [-state D]
+//	mcphost list    [-config F] [-worktree D] [-state D] [-lock F] [-json]
+//	mcphost approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER...
+//	mcphost call    [-config F] [-worktree D] [-state D] [-lock F] TOOL [JSON-ARGS]
+//	mcphost check   [-config F] [-worktree D] [-state D] [-lock F]
 //	mcphost version
 //
 // Exit codes: 0 ok; 1 the thing asked for failed, or (check) an offered tool
@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -59,19 +60,23 @@ type cli struct {
 	config         string
 	worktree       string
 	state          string
+	lock           string
 	verbose        bool
 	// reviews are the server tables connect left out: the config lies
 	// where a server could write it and a person has not reviewed them.
 	reviews []tableReview
+	// configs are the config's server tables, all of them.
+	configs []mcphost.ServerConfig
 }
 
 const usage = `mcphost shows what a coding agent's MCP servers offer, and records a person's review.
 
 Usage:
-  mcphost list    [-config F] [-worktree D] [-state D] [-json]
-  mcphost approve [-config F] [-worktree D] [-state D] [-yes] TOOL|SERVER...
-  mcphost call    [-config F] [-worktree D] [-state D] TOOL [JSON-ARGS]
-  mcphost check   [-config F] [-worktree D] [-state D]
+  mcphost list    [-config F] [-worktree D] [-state D] [-lock F] [-json]
+  mcphost approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER...
+  mcphost approve -lock F [-yes]        (accept the lock as it is)
+  mcphost call    [-config F] [-worktree D] [-state D] [-lock F] TOOL [JSON-ARGS]
+  mcphost check   [-config F] [-worktree D] [-state D] [-lock F]
   mcphost version
 
 Run 'mcphost VERB -h' for a verb's flags and examples.
@@ -112,6 +117,7 @@ func (c *cli) flags(verb, synopsis, examples string) *flag.FlagSet {
 	fs.StringVar(&c.config, "config", "mcphost.toml", "the TOML config whose [mcp.<name>] tables name the servers")
 	fs.StringVar(&c.worktree, "worktree", ".", "the directory servers run in and may write")
 	fs.StringVar(&c.state, "state", "", "the directory of the reviewed-tools state (default: under the user's state directory, keyed by the worktree)")
+	fs.StringVar(&c.lock, "lock", "", "a lock file (such as mcphost.lock) holding a team's reviews: read and recorded instead of the personal state; first sight trusts nothing")
 	fs.BoolVar(&c.verbose, "v", false, "log server lifecycle and stderr to standard error")
 	fs.Usage = func() {
 		fmt.Fprintf(c.stderr, "Usage: mcphost %s\n\nFlags:\n", synopsis)
@@ -137,11 +143,12 @@ func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Sessi
 		fmt.Fprintf(c.stderr, "mcphost: %s has no [mcp.<name>] table\n", c.config)
 		return nil, exitUsage
 	}
-	if servers, c.reviews, err = c.reviewTables(servers); err != nil {
+	c.configs = servers
+	if servers, c.reviews, err = c.reviewTables(ctx, servers); err != nil {
 		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
 		return nil, exitFail
 	}
-	opts.Worktree, opts.StateDir, opts.ConfigFile = c.worktree, c.state, c.config
+	opts.Worktree, opts.StateDir, opts.ConfigFile, opts.LockFile = c.worktree, c.state, c.config, c.lock
 	if c.verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -158,14 +165,15 @@ func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Sessi
 }
 
 func (c *cli) list(ctx context.Context, args []string) int {
-	fs := c.flags("list", "list [-config F] [-worktree D] [-state D] [-json]",
+	fs := c.flags("list", "list [-config F] [-worktree D] [-state D] [-lock F] [-json]",
 		"  mcphost list -config examples/mcphost.toml\n  mcphost list -json | jq '.tools[] | select(.decision == \"allow\")'\n")
 	asJSON := fs.Bool("json", false, "print one JSON object: tools, servers, notices")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return flagExit(err)
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(c.stderr, "mcphost list: unexpected argument %q\n", fs.Arg(0))
+	if len(pos) > 0 {
+		fmt.Fprintf(c.stderr, "mcphost list: unexpected argument %q\n", pos[0])
 		return exitUsage
 	}
 	s, code := c.connect(ctx, mcphost.Options{ReadOnlyState: true})
@@ -221,10 +229,15 @@ func (c *cli) servers(s *mcphost.Session) []mcphost.ServerInfo {
 const stateUnreviewed mcphost.ServerState = "unreviewed"
 
 func (c *cli) check(ctx context.Context, args []string) int {
-	fs := c.flags("check", "check [-config F] [-worktree D] [-state D]",
+	fs := c.flags("check", "check [-config F] [-worktree D] [-state D] [-lock F]",
 		"  mcphost check && echo 'every offered tool is as reviewed'\n")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return flagExit(err)
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(c.stderr, "mcphost check: unexpected argument %q\n", pos[0])
+		return exitUsage
 	}
 	s, code := c.connect(ctx, mcphost.Options{ReadOnlyState: true})
 	if s == nil {
@@ -233,7 +246,7 @@ func (c *cli) check(ctx context.Context, args []string) int {
 	defer s.Close()
 	code = exitOK
 	for _, n := range s.Notices() {
-		fmt.Fprintf(c.stdout, "notice: %s\n", pin.Visible(n))
+		fmt.Fprintf(c.stdout, "notice: %s\n", visibleLines(n, "  "))
 	}
 	for _, r := range c.reviews {
 		fmt.Fprintf(c.stdout, "server table [mcp.%s] is %s since its review and did not start: %s lies in %s, where servers can write; review it with: %s\n",
@@ -246,9 +259,15 @@ func (c *cli) check(ctx context.Context, args []string) int {
 			code = exitFail
 		}
 	}
-	if err := s.StateError(); err != nil {
+	if err := s.StateError(); err != nil && c.lock != "" {
+		fmt.Fprintf(c.stdout, "the lock cannot be used, so no review could be checked: %s\n", pin.Visible(err.Error()))
+		code = exitFail
+	} else if err != nil {
 		fmt.Fprintf(c.stdout, "the reviewed-tools state cannot be read, so no review could be checked: %v\n", err)
 		code = exitFail
+	}
+	if c.lock != "" {
+		return c.checkLock(ctx, s, code)
 	}
 	// Everything offered reaches the model, allowed or not: each must be
 	// as a person (or the agent's first sight of its server) recorded it.
@@ -282,7 +301,7 @@ func (c *cli) check(ctx context.Context, args []string) int {
 		}
 	}
 	if unreviewed > 0 {
-		fmt.Fprintf(c.stdout, "%d offered tool(s) or instructions not as reviewed: see them with 'mcphost approve TOOL'\n", unreviewed)
+		fmt.Fprintf(c.stdout, "%d offered tool(s), instructions or prompts not as reviewed: see them with 'mcphost approve%s TOOL'\n", unreviewed, flagsUsed(fs))
 		return exitFail
 	}
 	if code == exitOK {
@@ -292,21 +311,25 @@ func (c *cli) check(ctx context.Context, args []string) int {
 }
 
 func (c *cli) approve(ctx context.Context, args []string) int {
-	fs := c.flags("approve", "approve [-config F] [-worktree D] [-state D] [-yes] TOOL|SERVER|instructions:SERVER|prompt:SERVER/NAME...",
+	fs := c.flags("approve", "approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER|instructions:SERVER|prompt:SERVER/NAME...",
 		"  mcphost approve mcp__notes__list_notes\n  mcphost approve -yes mcp__notes__list_notes mcp__notes__add_note\n"+
 			"  mcphost approve -config mcphost.toml notes   # review the [mcp.notes] table of a config servers could write\n"+
 			"  mcphost approve instructions:notes prompt:notes/summarize\n")
 	yes := fs.Bool("yes", false, "record without asking")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return flagExit(err)
 	}
-	if fs.NArg() == 0 {
+	if len(pos) == 0 && c.lock != "" {
+		return c.acceptLock(*yes, bufio.NewReader(c.stdin))
+	}
+	if len(pos) == 0 {
 		fmt.Fprintln(c.stderr, "mcphost approve: name at least one TOOL (a model name such as mcp__notes__list_notes) or SERVER (a table such as notes)")
 		return exitUsage
 	}
 	in := bufio.NewReader(c.stdin)
 	var tables, tools []string
-	for _, a := range fs.Args() {
+	for _, a := range pos {
 		if isServerName(a) {
 			tables = append(tables, a)
 		} else {
@@ -315,7 +338,7 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 	}
 	failed := false
 	if len(tables) > 0 {
-		failed = !c.approveTables(tables, *yes, func(q string) bool { return ask(in, c.stdout, q) })
+		failed = !c.approveTables(ctx, tables, *yes, func(q string) bool { return ask(in, c.stdout, q) })
 	}
 	if len(tools) == 0 {
 		if failed {
@@ -344,13 +367,19 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 			continue
 		}
 		t, ok := s.Tool(name)
+		if !ok && c.lock != "" {
+			if handled, ok := c.approveGone(ctx, s, name, *yes, in); handled {
+				failed = failed || !ok
+				continue
+			}
+		}
 		if !ok {
 			if r, gated := c.reviewOf(name); gated {
 				fmt.Fprintf(c.stderr, "mcphost approve: %s: server table [mcp.%s] needs review first (it did not start): %s\n", pin.Visible(name), r.Server, r.Approve)
 				failed = true
 				continue
 			}
-			fmt.Fprintf(c.stderr, "mcphost approve: no tool named %q (see mcphost list)\n", pin.Visible(name))
+			fmt.Fprintf(c.stderr, "mcphost approve: no tool named %q%s (see every tool with 'mcphost list%s')\n", pin.Visible(name), didYouMean(name, s.AllTools()), flagsUsed(fs))
 			failed = true
 			continue
 		}
@@ -404,7 +433,9 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 			failed = true
 			continue
 		}
-		if t, _ := s.Tool(name); t.Decision == mcphost.Allow {
+		if t, _ := s.Tool(name); t.Decision != mcphost.Allow && c.programChanged(s, t.Server) {
+			fmt.Fprintf(c.stdout, "recorded: %s (each call still asks: the program of server %s changed since the lock's review; review it with: %s)\n", name, t.Server, c.approveCommand(t.Server))
+		} else if t.Decision == mcphost.Allow {
 			fmt.Fprintf(c.stdout, "recorded: %s (allowed: called without asking)\n", name)
 		} else {
 			fmt.Fprintf(c.stdout, "recorded: %s (each call still asks: it is not in allow)\n", name)
@@ -487,19 +518,20 @@ func ask(in *bufio.Reader, out io.Writer, question string) bool {
 }
 
 func (c *cli) call(ctx context.Context, args []string) int {
-	fs := c.flags("call", "call [-config F] [-worktree D] [-state D] TOOL [JSON-ARGS]",
+	fs := c.flags("call", "call [-config F] [-worktree D] [-state D] [-lock F] TOOL [JSON-ARGS]",
 		"  mcphost call mcp__notes__list_notes '{\"query\":\"groceries\"}'\n")
 	timeout := fs.Duration("timeout", 0, "bound the whole call, approval included (default: the server's call_timeout)")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return flagExit(err)
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fmt.Fprintln(c.stderr, "mcphost call: name one TOOL and, optionally, its JSON arguments")
+	if len(pos) < 1 || len(pos) > 2 {
+		fmt.Fprintln(c.stderr, "mcphost call: name one TOOL and, optionally, its JSON arguments (put -- before arguments that start with -)")
 		return exitUsage
 	}
-	name, argText := fs.Arg(0), "{}"
-	if fs.NArg() == 2 {
-		argText = fs.Arg(1)
+	name, argText := pos[0], "{}"
+	if len(pos) == 2 {
+		argText = pos[1]
 	}
 	if !json.Valid([]byte(argText)) {
 		fmt.Fprintf(c.stderr, "mcphost call: JSON-ARGS is not valid JSON: %s\n", argText)
@@ -532,7 +564,7 @@ func (c *cli) call(ctx context.Context, args []string) int {
 			return exitFail
 		}
 		for _, n := range s.Notices() {
-			fmt.Fprintf(c.stderr, "notice: %s\n", pin.Visible(n))
+			fmt.Fprintf(c.stderr, "notice: %s\n", visibleLines(n, "  "))
 		}
 	}
 	if *timeout > 0 {
@@ -544,7 +576,10 @@ func (c *cli) call(ctx context.Context, args []string) int {
 	res, err := s.Call(ctx, name, json.RawMessage(argText))
 	progress.done()
 	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost call: %s\n", pin.Visible(err.Error()))
+		fmt.Fprintf(c.stderr, "mcphost call: %s\n", visibleLines(err.Error(), "  "))
+		if errors.Is(err, mcphost.ErrUnknownTool) {
+			fmt.Fprintf(c.stderr, "mcphost call: %s%s (see every tool with 'mcphost list%s')\n", pin.Visible(name), didYouMean(name, s.AllTools()), flagsUsed(fs))
+		}
 		return exitFail
 	}
 	if err := writeJSON(c.stdout, res); err != nil {
@@ -569,6 +604,109 @@ func (c *cli) reviewOf(model string) (tableReview, bool) {
 		}
 	}
 	return tableReview{}, false
+}
+
+// parse parses args with fs, taking flags wherever they stand (mcphost
+// approve TOOL -yes), not only before the first argument; after "--"
+// everything is an argument. It returns the arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// flagsUsed returns, quoted for a shell, the common flags the person set,
+// so that a command suggested to them finds the same config and state.
+func flagsUsed(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "config", "worktree", "state":
+			fmt.Fprintf(&b, " -%s %s", f.Name, shellQuote(f.Value.String()))
+		}
+	})
+	return b.String()
+}
+
+// visibleLines is pin.Visible for text of several lines: each line is made
+// visible on its own and the lines after the first are indented, so that
+// a line break shows as one and a server's text cannot start a line of its
+// own at the margin.
+func visibleLines(s, indent string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = pin.Visible(l)
+	}
+	return strings.Join(lines, "\n"+indent)
+}
+
+// didYouMean returns ", did you mean X?" for the tools closest to name, or
+// "" when none is close.
+func didYouMean(name string, tools []mcphost.Tool) string {
+	sug := suggest(name, tools)
+	if len(sug) == 0 {
+		return ": no tool has a name close to it"
+	}
+	return ": did you mean " + strings.Join(sug, " or ") + "?"
+}
+
+// suggest returns the tool names closest to name, best first: those within
+// a few edits, or whose tool part is what was typed.
+func suggest(name string, tools []mcphost.Tool) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	limit := max(2, len(name)/4)
+	for _, t := range tools {
+		d := editDistance(name, t.Name)
+		if t.Tool == name || strings.HasSuffix(name, "__"+t.Tool) || strings.HasSuffix(name, "."+t.Tool) {
+			d = 0
+		}
+		if d <= limit {
+			cs = append(cs, cand{t.Name, d})
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int { return a.d - b.d })
+	var out []string
+	for i := 0; i < len(cs) && i < 3; i++ {
+		out = append(out, cs[i].name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func flagExit(err error) int {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -102,13 +103,16 @@ func (c *cli) stateDir() (string, error) {
 // reviewTables splits servers into those that may start and the tables that
 // need review. It fails when the state cannot be read while the config
 // needs reviews: then no table can be trusted.
-func (c *cli) reviewTables(servers []mcphost.ServerConfig) ([]mcphost.ServerConfig, []tableReview, error) {
+func (c *cli) reviewTables(ctx context.Context, servers []mcphost.ServerConfig) ([]mcphost.ServerConfig, []tableReview, error) {
 	config, writable, err := c.configPlace(servers)
 	if err != nil {
 		return nil, nil, err
 	}
 	if writable == "" {
 		return servers, nil, nil
+	}
+	if c.lock != "" {
+		return c.reviewTablesInLock(ctx, servers, config, writable)
 	}
 	dir, err := c.stateDir()
 	if err != nil {
@@ -158,6 +162,9 @@ func (c *cli) approveCommand(server string) string {
 	if c.state != "" {
 		args = append(args, "-state", shellQuote(c.state))
 	}
+	if c.lock != "" {
+		args = append(args, "-lock", shellQuote(c.lock))
+	}
 	return strings.Join(append(args, server), " ")
 }
 
@@ -202,7 +209,10 @@ func writeReview(w io.Writer, r tableReview) error {
 // approveTables records the review of the named servers' tables, after
 // showing each and asking (unless yes). It reports whether all were
 // recorded.
-func (c *cli) approveTables(names []string, yes bool, ask func(string) bool) bool {
+func (c *cli) approveTables(ctx context.Context, names []string, yes bool, ask func(string) bool) bool {
+	if c.lock != "" {
+		return c.approveTablesIntoLock(ctx, names, yes, ask)
+	}
 	data, err := os.ReadFile(c.config)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/mcphost/mcphost/pin"
@@ -86,8 +86,7 @@ func isTerminal(f any) bool {
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(file.Fd()), unix.TCGETS)
-	return err == nil
+	return term.IsTerminal(int(file.Fd()))
 }
 
 // progressPrinter writes a call's progress to w: on a terminal one line

@@ -10,6 +10,9 @@
 //	                        appends a line to FILE every 10ms forever
 //	hostile beat FILE       append a line to FILE every 10ms forever
 //
+// The request "child FILE [setsid]" leaves a beating child that stays the
+// server's (in a session of its own with "setsid").
+//
 // Each request is one JSON line {"op": "...", "args": [...]}; each reply is
 // one JSON line {"ok": bool, "out": "...", "err": "...", "errno": "EACCES"}.
 // On EOF of stdin it exits 0, unless told to "linger".
@@ -347,6 +350,15 @@ func do(req request) reply {
 			return fail(err)
 		}
 		return result("", nil)
+	case "child":
+		// A child that beats a0 and stays the server's child: in the
+		// server's process group, or with a1 "setsid" in a session of
+		// its own (which leaves the group while its parent lives).
+		cmd := exec.Command("/proc/self/exe", "beat", a0)
+		if a1 == "setsid" {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
+		return result("", cmd.Start())
 	case "hold-stdout":
 		// A child that keeps stdout (and stderr) open forever.
 		cmd := exec.Command("/proc/self/exe", "beat", "/dev/null")

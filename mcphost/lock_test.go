@@ -1,0 +1,183 @@
+package mcphost
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcphost/mcphost/pin"
+)
+
+// TestProgramIdentity: a node server is identified by its script and the
+// package version package-lock.json gives it, not by node's own build; a
+// program in the worktree by its digest; and any change to either shows.
+func TestProgramIdentity(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node:", err)
+	}
+	wt := t.TempDir()
+	script := filepath.Join(wt, "node_modules", "@acme", "notes", "dist", "index.js")
+	mkfileT(t, script, "console.log(1)\n")
+	mkfileT(t, filepath.Join(wt, "package-lock.json"), `{"lockfileVersion":3,"packages":{"":{},"node_modules/@acme/notes":{"version":"1.2.3"}}}`)
+	sc := ServerConfig{Name: "notes", Command: []string{"node", "node_modules/@acme/notes/dist/index.js"}}
+	opts := Options{Worktree: wt, HostEnv: []string{"PATH=" + filepath.Dir(node)}}
+	got, err := ProgramIdentity(sc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []pin.ProgramFile{
+		{Role: pin.RoleProgram, Path: "node"},
+		{Role: pin.RoleScript, Path: "node_modules/@acme/notes/dist/index.js", Digest: pin.DigestBytes([]byte("console.log(1)\n")), Package: "@acme/notes@1.2.3"},
+	}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("ProgramIdentity:\n%+v\nwant\n%+v", got, want)
+	}
+	mkfileT(t, script, "console.log(2)\n")
+	mkfileT(t, filepath.Join(wt, "package-lock.json"), `{"packages":{"node_modules/@acme/notes":{"version":"1.2.4"}}}`)
+	now, _ := ProgramIdentity(sc, opts)
+	changes := ProgramChanges(got, now)
+	if len(changes) != 1 || !strings.Contains(changes[0], "@acme/notes@1.2.4 b3v1:") || !strings.Contains(changes[0], "was @acme/notes@1.2.3") {
+		t.Errorf("changes: %q", changes)
+	}
+	if c := ProgramChanges(got, got); c != nil {
+		t.Errorf("no change: %q", c)
+	}
+
+	bin := filepath.Join(wt, "bin", "notes")
+	mkfileT(t, bin, "#!/bin/sh\nexit 0\n")
+	os.Chmod(bin, 0o755)
+	prog, err := ProgramIdentity(ServerConfig{Name: "b", Command: []string{"bin/notes"}}, opts)
+	if err != nil || len(prog) != 1 || prog[0].Path != "bin/notes" || prog[0].Digest != pin.DigestBytes([]byte("#!/bin/sh\nexit 0\n")) {
+		t.Errorf("a program in the worktree: %+v %v", prog, err)
+	}
+}
+
+// TestLockSessionConcurrentReviews: with Options.LockFile, first sight
+// records nothing and trusts nothing; many goroutines approving at once
+// (Approve, and an Approver's ApproveAndReview) all land in the lock, none
+// in the state; a second session with an empty state sees them reviewed.
+func TestLockSessionConcurrentReviews(t *testing.T) {
+	e := newEnv(t)
+	lock := filepath.Join(t.TempDir(), "team.lock") // outside every writable path: trusted as it is
+	opts := e.opts()
+	opts.LockFile = lock
+	opts.Approver = func(context.Context, ApprovalRequest) (Verdict, error) { return ApproveAndReview, nil }
+	s := e.connect(opts, fixture("notes"))
+	var names []string
+	for _, tool := range s.Tools() {
+		if tool.Decision != Approval || tool.Pin != PinNew {
+			t.Errorf("%s on first sight with a lock: %s %s, want approval new", tool.Name, tool.Decision, tool.Pin)
+		}
+		names = append(names, tool.Name)
+	}
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 0 {
+				if err := s.Approve(name); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			if name == "mcp__notes__echo" {
+				if _, err := s.Call(context.Background(), name, json.RawMessage(`{"text":"x"}`)); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			if err := s.Approve(name); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	l, err := LoadLock(context.Background(), lock, []ServerConfig{fixture("notes")}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(l.Servers["notes"].Tools); got != len(names) {
+		t.Errorf("the lock holds %d tools, want %d", got, len(names))
+	}
+	if st, _ := os.ReadFile(filepath.Join(e.state, pin.FileName)); strings.Contains(string(st), "notes/") {
+		t.Errorf("reviews went to the state:\n%s", st)
+	}
+	other := &env{t: t, worktree: e.worktree, state: t.TempDir()}
+	o := other.opts()
+	o.LockFile = lock
+	s2 := other.connect(o, fixture("notes"))
+	for _, tool := range s2.Tools() {
+		if tool.Pin != PinSame || tool.Decision != Allow {
+			t.Errorf("second session: %s %s %s, want allow same", tool.Name, tool.Decision, tool.Pin)
+		}
+	}
+}
+
+// BenchmarkLoadLock measures reading a lock of 200 tools and deciding
+// whether to trust it: outside every writable path (no check), recorded in
+// the state, and committed in git (one git cat-file).
+func BenchmarkLoadLock(b *testing.B) {
+	def := func(i int) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"name":"t%d","description":"Tool %d does one thing well.","inputSchema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}`, i, i))
+	}
+	l := &pin.Lock{Servers: map[string]pin.LockServer{}}
+	tools := map[string]pin.LockEntry{}
+	for i := 0; i < 200; i++ {
+		e, err := pin.NewLockEntry(def(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tools[fmt.Sprintf("t%d", i)] = e
+	}
+	l.Servers["notes"] = pin.LockServer{Program: []pin.ProgramFile{{Role: pin.RoleProgram, Path: "bin/notes", Digest: pin.DigestBytes(nil)}}, Tools: tools}
+	data, err := l.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	servers := []ServerConfig{{Name: "notes", Command: []string{"bin/notes"}}}
+	for _, where := range []string{"outside", "recorded", "committed"} {
+		b.Run(where, func(b *testing.B) {
+			wt, state := b.TempDir(), b.TempDir()
+			path := filepath.Join(wt, pin.LockFileName)
+			if where == "outside" {
+				path = filepath.Join(b.TempDir(), pin.LockFileName)
+			}
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			opts := Options{Worktree: wt, StateDir: state}
+			switch where {
+			case "recorded":
+				if err := AcceptLock(path, data, servers, opts); err != nil {
+					b.Fatal(err)
+				}
+			case "committed":
+				if _, err := exec.LookPath("git"); err != nil {
+					b.Skip("no git")
+				}
+				for _, args := range [][]string{{"init", "-q"}, {"add", pin.LockFileName}, {"-c", "user.name=b", "-c", "user.email=b@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "l"}} {
+					cmd := exec.Command("git", args...)
+					cmd.Dir = wt
+					if out, err := cmd.CombinedOutput(); err != nil {
+						b.Fatalf("git %v: %v %s", args, err, out)
+					}
+				}
+			}
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := LoadLock(context.Background(), path, servers, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,402 @@
+package pin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/zeebo/blake3"
+)
+
+// LockFileName is the default name of a lock file: a team's reviews,
+// committed with the project beside its config.
+const LockFileName = "mcphost.lock"
+
+// LockVersion is the version of the lock file format this package reads and
+// writes. A lock with a higher version is refused (ErrFutureVersion).
+const LockVersion = 1
+
+// ErrLockCorrupt means a lock file exists but cannot be read or trusted as
+// written: unreadable, not valid JSON, a key repeated or in the wrong case,
+// an unknown field, a digest that does not match its definition. The error
+// names the file and what is wrong; it is never resolved by rewriting the
+// file.
+var ErrLockCorrupt = errors.New("pin: lock file is unreadable or corrupt")
+
+// Lock is the content of a lock file: per server, what it runs and what a
+// person reviewed of it. Its JSON form (Marshal) is deterministic: keys
+// sorted, two-space indentation, one tool per block, every invisible or
+// control character in a string written as a \u escape, so that a change
+// reads well, and hides nothing, in code review.
+type Lock struct {
+	// Version is LockVersion for a Lock from ParseLock; Marshal writes
+	// LockVersion whatever it holds.
+	Version int `json:"version"`
+	// Servers is keyed by server name.
+	Servers map[string]LockServer `json:"servers"`
+}
+
+// LockServer is one server's entry in a lock.
+type LockServer struct {
+	// Table is the reviewed server table (mcphost.ServerConfig.Definition),
+	// nil if none was recorded.
+	Table *LockEntry `json:"table,omitempty"`
+	// Program identifies what the server runs, in the order it is started:
+	// the program, the interpreters that lie in the worktree, the script.
+	Program []ProgramFile `json:"program"`
+	// Tools are the reviewed tools, keyed by the tool's name as the server
+	// sends it. A tool not here is not reviewed.
+	Tools map[string]LockEntry `json:"tools"`
+}
+
+// LockEntry is one reviewed definition: a tool's, or a server table's.
+type LockEntry struct {
+	// Digest is Digest(Definition).
+	Digest string `json:"digest"`
+	// Definition is the reviewed definition in canonical form (Canonical),
+	// kept so that a change can be shown as a diff.
+	Definition json.RawMessage `json:"definition"`
+}
+
+// ProgramFile is one file of a server's program identity.
+type ProgramFile struct {
+	// Role is "program" (the command's first word), "interpreter" (one of
+	// the "#!" chain) or "script" (the file an interpreter runs).
+	Role string `json:"role"`
+	// Path is the file as the config names it (the command, the script
+	// argument), or, for an interpreter, relative to the worktree.
+	Path string `json:"path"`
+	// Digest is DigestFile of the file; "" for an interpreter outside the
+	// worktree (a system program, whose build differs between machines).
+	Digest string `json:"digest,omitempty"`
+	// Package is "name@version" of the npm package the file belongs to,
+	// where a package-lock.json shows it; "" otherwise.
+	Package string `json:"package,omitempty"`
+}
+
+// Program roles of ProgramFile.Role.
+const (
+	RoleProgram     = "program"
+	RoleInterpreter = "interpreter"
+	RoleScript      = "script"
+)
+
+// NewLockEntry returns the lock entry of a definition: its digest and its
+// canonical form. It returns an error wrapping ErrInvalid if Canonical does.
+func NewLockEntry(def json.RawMessage) (LockEntry, error) {
+	c, err := Canonical(def)
+	if err != nil {
+		return LockEntry{}, err
+	}
+	d, err := Digest(c)
+	if err != nil {
+		return LockEntry{}, err
+	}
+	return LockEntry{Digest: d, Definition: c}, nil
+}
+
+// DigestBytes returns DigestPrefix and the 64 lower case hex digits of the
+// BLAKE3-256 hash of b's exact bytes: the digest of a whole file.
+func DigestBytes(b []byte) string {
+	return formatDigest(blake3.Sum256(b))
+}
+
+// DigestFile returns DigestBytes of the file at path's content, reading it
+// as a stream. It returns the error of opening or reading it.
+func DigestFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := blake3.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return formatDigest(sum), nil
+}
+
+// ParseLock decodes and checks a lock file's content. Errors wrap
+// ErrFutureVersion for a newer format and ErrLockCorrupt otherwise, and
+// say what is wrong. The maps of the returned Lock are never nil.
+func ParseLock(data []byte) (*Lock, error) {
+	// A tool's definition starts at the sixth level (root, "servers",
+	// server, "tools", tool, definition).
+	root, err := parseObject(data, maxDepth+5)
+	if err != nil {
+		return nil, fmt.Errorf("%w: not valid JSON: %s", ErrLockCorrupt, errString(err))
+	}
+	if i := memberIndex(&root, "version"); i >= 0 {
+		if v, err := parseVersion(&root.kids[i].val); err == nil && v > LockVersion {
+			return nil, fmt.Errorf("%w: lock format version %d, this mcphost reads up to %d", ErrFutureVersion, v, LockVersion)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var l Lock
+	if err := dec.Decode(&l); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrLockCorrupt, err)
+	}
+	if l.Version != LockVersion {
+		return nil, fmt.Errorf("%w: \"version\" is %d, want %d", ErrLockCorrupt, l.Version, LockVersion)
+	}
+	if l.Servers == nil {
+		l.Servers = map[string]LockServer{}
+	}
+	if err := l.check(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLockCorrupt, err)
+	}
+	// encoding/json matches keys regardless of case and keeps the last of
+	// repeated ones (parseObject refused those): the file must read as
+	// exactly what it says, so its canonical form must be that of the Lock
+	// decoded from it.
+	again, err := l.marshal()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrLockCorrupt, err)
+	}
+	back, err := parseObject(again, maxDepth+5)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrLockCorrupt, err)
+	}
+	if !bytes.Equal(appendCanonical(nil, &root), appendCanonical(nil, &back)) {
+		return nil, fmt.Errorf("%w: it is not in the form mcphost writes it (a key in the wrong case, or an empty or null field written out)", ErrLockCorrupt)
+	}
+	for name, s := range l.Servers {
+		if s.Tools == nil {
+			s.Tools = map[string]LockEntry{}
+			l.Servers[name] = s
+		}
+	}
+	return &l, nil
+}
+
+// check checks what the types cannot: names, roles, digest formats, and
+// that each digest is the digest of its definition.
+func (l *Lock) check() error {
+	for _, name := range sortedKeys(l.Servers) {
+		s := l.Servers[name]
+		where := "servers[" + quoteKey([]byte(name)) + "]"
+		if name == "" || strings.ContainsAny(name, "/@") {
+			return fmt.Errorf("%s: not a server name", where)
+		}
+		if s.Table != nil {
+			if err := checkLockEntry(where+".table", *s.Table); err != nil {
+				return err
+			}
+		}
+		for i, p := range s.Program {
+			w := fmt.Sprintf("%s.program[%d]", where, i)
+			switch p.Role {
+			case RoleProgram, RoleInterpreter, RoleScript:
+			default:
+				return fmt.Errorf("%s: role %s, want %q, %q or %q", w, quoteKey([]byte(p.Role)), RoleProgram, RoleInterpreter, RoleScript)
+			}
+			if p.Path == "" {
+				return fmt.Errorf("%s: empty path", w)
+			}
+			if p.Digest != "" && !validDigest(p.Digest) {
+				return fmt.Errorf("%s: digest %s has an unknown format", w, quoteKey([]byte(p.Digest)))
+			}
+		}
+		for _, tool := range sortedKeys(s.Tools) {
+			if tool == "" {
+				return fmt.Errorf("%s.tools: empty tool name", where)
+			}
+			if err := checkLockEntry(where+".tools["+quoteKey([]byte(tool))+"]", s.Tools[tool]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkLockEntry(where string, e LockEntry) error {
+	if !validDigest(e.Digest) {
+		return fmt.Errorf("%s: digest %s has an unknown format, want %q and 64 lower case hex digits", where, quoteKey([]byte(e.Digest)), DigestPrefix)
+	}
+	d, err := Digest(e.Definition)
+	if err != nil {
+		return fmt.Errorf("%s: definition is not an acceptable JSON object: %s", where, errString(err))
+	}
+	if d != e.Digest {
+		return fmt.Errorf("%s: digest does not match the definition (the definition's digest is %s)", where, d)
+	}
+	return nil
+}
+
+// Marshal returns the lock's deterministic JSON form, or an error saying why
+// the lock is invalid (what ParseLock would refuse). Definitions are written
+// in canonical form whatever form they are given in.
+func (l *Lock) Marshal() ([]byte, error) {
+	if err := l.check(); err != nil {
+		return nil, fmt.Errorf("pin: invalid lock: %w", err)
+	}
+	return l.marshal()
+}
+
+func (l *Lock) marshal() ([]byte, error) {
+	out := Lock{Version: LockVersion, Servers: make(map[string]LockServer, len(l.Servers))}
+	for name, s := range l.Servers {
+		c := LockServer{Program: s.Program, Tools: make(map[string]LockEntry, len(s.Tools))}
+		if c.Program == nil {
+			c.Program = []ProgramFile{}
+		}
+		if s.Table != nil {
+			e, err := canonicalEntry(*s.Table)
+			if err != nil {
+				return nil, err
+			}
+			c.Table = &e
+		}
+		for tool, e := range s.Tools {
+			ce, err := canonicalEntry(e)
+			if err != nil {
+				return nil, err
+			}
+			c.Tools[tool] = ce
+		}
+		out.Servers[name] = c
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return escapeInvisible(buf.Bytes()), nil
+}
+
+func canonicalEntry(e LockEntry) (LockEntry, error) {
+	c, err := Canonical(e.Definition)
+	if err != nil {
+		return LockEntry{}, err
+	}
+	return LockEntry{Digest: e.Digest, Definition: c}, nil
+}
+
+// escapeInvisible rewrites every code point Escaped reports (except the
+// line breaks and tabs of the indentation) as a JSON \u escape. Such code
+// points occur only inside strings, where the escape means the same.
+func escapeInvisible(b []byte) []byte {
+	var out []byte
+	for i := 0; i < len(b); {
+		r, size := rune(b[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRune(b[i:])
+		}
+		if r == '\n' || r == '\t' || !Escaped(r) {
+			if out != nil {
+				out = append(out, b[i:i+size]...)
+			}
+			i += size
+			continue
+		}
+		if out == nil {
+			out = append(make([]byte, 0, len(b)+64), b[:i]...)
+		}
+		if r > 0xffff {
+			r -= 0x10000
+			out = fmt.Appendf(out, `\u%04x\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		i += size
+	}
+	if out == nil {
+		return b
+	}
+	return out
+}
+
+// LockStore is a lock file at Path. Create it as &LockStore{Path: p}. Its
+// methods may be called from many goroutines and processes at once; Update
+// serializes writers with a flock on the directory holding the file (no
+// lock file of its own beside it in the project).
+type LockStore struct {
+	// Path is the lock file.
+	Path string
+	// LockTimeout bounds Update's wait for the directory's flock; zero
+	// means DefaultLockTimeout.
+	LockTimeout time.Duration
+}
+
+// Load reads the lock file and returns it with the exact bytes read. A
+// missing file is an empty Lock and nil bytes, no error. Other failures
+// name the file and wrap ErrLockCorrupt or ErrFutureVersion.
+func (s *LockStore) Load() (*Lock, []byte, error) {
+	data, err := readLimited(s.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Lock{Version: LockVersion, Servers: map[string]LockServer{}}, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrLockCorrupt, s.Path, err)
+	}
+	l, err := ParseLock(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w; fix the file (git diff, git checkout) or move it aside", s.Path, err)
+	}
+	return l, data, nil
+}
+
+// Update runs fn on the current lock and, if fn returns nil, writes the
+// lock fn leaves and returns the bytes written. Before fn, it passes the
+// file's current bytes (nil if it does not exist) to trust, and stops with
+// trust's error if there is one: the caller decides whether a file it did
+// not write may be built upon. It holds the directory's flock from before
+// the read until after the write (at most LockTimeout waiting, then an
+// error wrapping ErrLocked) and writes atomically, as Store.Update does
+// (a temporary "."+name+".tmp-*" beside it, synced, renamed, the directory
+// synced), with mode 0644: the file is meant to be committed.
+func (s *LockStore) Update(trust func(current []byte) error, fn func(*Lock) error) ([]byte, error) {
+	if s.Path == "" {
+		return nil, errors.New("pin: LockStore.Path is empty")
+	}
+	dir := filepath.Dir(s.Path)
+	timeout := s.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	unlock, err := lockDir(dir, timeout)
+	if errors.Is(err, ErrLocked) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pin: locking %s: %w", dir, err)
+	}
+	defer unlock()
+	l, data, err := s.Load()
+	if err != nil {
+		return nil, err
+	}
+	if err := trust(data); err != nil {
+		return nil, err
+	}
+	if err := fn(l); err != nil {
+		return nil, err
+	}
+	out, err := l.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("pin: not writing %s: %w", s.Path, err)
+	}
+	pattern := "." + filepath.Base(s.Path) + ".tmp-*"
+	if matches, _ := filepath.Glob(filepath.Join(dir, pattern)); matches != nil {
+		for _, m := range matches {
+			os.Remove(m)
+		}
+	}
+	if err := writeAtomicMode(s.Path, pattern, out, 0o644, nil); err != nil {
+		return nil, fmt.Errorf("pin: writing %s: %w", s.Path, err)
+	}
+	return out, nil
+}
