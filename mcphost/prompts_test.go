@@ -124,3 +124,26 @@ func TestPromptAndResourceBounded(t *testing.T) {
 		t.Errorf("resource: %d bytes: %+v", size, rr.Contents[len(rr.Contents)-1])
 	}
 }
+
+// TestTextsWithLock: a lock does not record instructions or prompts, and
+// with a lock first sight trusts nothing, so both are withheld and cannot
+// be approved into the personal state behind the lock's back.
+func TestTextsWithLock(t *testing.T) {
+	e := newEnv(t)
+	os.WriteFile(filepath.Join(e.worktree, "ins.txt"), []byte("Be brief."), 0o644)
+	opts := e.opts()
+	opts.LockFile = filepath.Join(t.TempDir(), "team.lock")
+	s := e.connect(opts, fixture("notes", "-instructions-file", filepath.Join(e.worktree, "ins.txt"), "-prompt-file", filepath.Join(e.worktree, "none")))
+	if _, err := s.Instructions("notes"); !errors.Is(err, ErrNeedsApproval) {
+		t.Errorf("Instructions with a lock: %v; want ErrNeedsApproval", err)
+	}
+	if _, err := s.GetPrompt(context.Background(), "notes", "summarize", map[string]string{"topic": "x"}); !errors.Is(err, ErrNeedsApproval) {
+		t.Errorf("GetPrompt with a lock: %v; want ErrNeedsApproval", err)
+	}
+	if err := s.ApproveInstructions("notes"); err == nil {
+		t.Error("ApproveInstructions with a lock recorded something")
+	}
+	if err := s.ApprovePrompt("notes", "summarize"); err == nil {
+		t.Error("ApprovePrompt with a lock recorded something")
+	}
+}
