@@ -109,7 +109,10 @@
 // Network namespace and seccomp. With Network false the server gets a new
 // network namespace with only a loopback that is down, and a seccomp filter
 // that fails socket(2) for any family but AF_UNIX with EAFNOSUPPORT (TCP,
-// UDP, MPTCP, raw, packet, netlink). With Network true it shares the host's
+// UDP, MPTCP, raw, packet, netlink), except netlink's NETLINK_ROUTE: listing
+// the network interfaces (which Node, .NET and getifaddrs(3) do at start)
+// works and shows the down loopback, and changing a link, address or route
+// fails for want of CAP_NET_ADMIN. With Network true it shares the host's
 // network. With a Proxy (network by name) it keeps the empty namespace, but
 // the helper brings its loopback up and listens on 127.0.0.1:ProxyPort,
 // handing the listening socket to the host, whose Proxy serves every

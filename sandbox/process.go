@@ -79,7 +79,8 @@ type Config struct {
 	PeerWrite []string
 	// Network false (the default) gives the server no network at all:
 	// no TCP, UDP, MPTCP, raw, packet or netlink socket, only unix
-	// sockets. True gives it the host's network.
+	// sockets and a NETLINK_ROUTE socket that lists the interfaces of its
+	// empty network namespace. True gives it the host's network.
 	Network bool
 	// RequireFull makes Start fail with ErrUnsupported rather than confine
 	// the server in the reduced tier, where the host may not create user

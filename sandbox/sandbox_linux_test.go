@@ -180,8 +180,9 @@ func TestLandlockABIs(t *testing.T) {
 	}
 }
 
-// TestNetworkOff: no TCP, UDP, MPTCP, raw, packet or netlink socket leaves
-// a server without network; unix sockets in its worktree still work.
+// TestNetworkOff: no TCP, UDP, MPTCP, raw, packet or netlink socket but
+// NETLINK_ROUTE leaves a server without network; unix sockets in its
+// worktree still work, and listing interfaces shows only a down loopback.
 func TestNetworkOff(t *testing.T) {
 	requireConfinement(t)
 	tcp, tcpGot := listenTCP(t)
@@ -201,11 +202,27 @@ func TestNetworkOff(t *testing.T) {
 		{name: "mptcp socket", op: "socket", args: []string{afInet, sockStream, "262"}, errnos: []string{"EAFNOSUPPORT"}},
 		{name: "raw socket", op: "socket", args: []string{afInet, sockRaw, "1"}, errnos: []string{"EAFNOSUPPORT"}},
 		{name: "packet socket", op: "socket", args: []string{afPacket, sockRaw, "0"}, errnos: []string{"EAFNOSUPPORT"}},
-		{name: "netlink socket", op: "socket", args: []string{afNetlink, sockRaw, "0"}, errnos: []string{"EAFNOSUPPORT"}},
+		// NETLINK_ROUTE (0) is allowed, for listing interfaces; every
+		// other netlink protocol is not.
+		{name: "netlink route socket", op: "socket", args: []string{afNetlink, sockRaw, "0"}, ok: true},
+		{name: "netlink route dgram socket", op: "socket", args: []string{afNetlink, sockDgram, "0"}, ok: true},
+		{name: "netlink sock_diag socket", op: "socket", args: []string{afNetlink, sockRaw, "4"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "netlink audit socket", op: "socket", args: []string{afNetlink, sockRaw, "9"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "netlink netfilter socket", op: "socket", args: []string{afNetlink, sockRaw, "12"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "netlink uevent socket", op: "socket", args: []string{afNetlink, sockDgram, "15"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "netlink generic socket", op: "socket", args: []string{afNetlink, sockRaw, "16"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "netlink socketpair", op: "socketpair", args: []string{afNetlink, sockRaw, "0"}, errnos: []string{"EAFNOSUPPORT"}},
+		// A route socket can change nothing: no CAP_NET_ADMIN.
+		{name: "netlink set link up", op: "setlink-up", errnos: []string{"EPERM"}},
 		{name: "unix socket", op: "socket", args: []string{afUnix, sockStream, "0"}, ok: true},
 		{name: "listen in the worktree", op: "listen-unix", args: []string{filepath.Join(wt, "s.sock")}, ok: true},
 		{name: "connect in the worktree", op: "unix", args: []string{filepath.Join(wt, "s.sock")}, ok: true},
 	})
+	// Listing interfaces works and shows only the namespace's loopback,
+	// down, without addresses.
+	if got := s.must("interfaces").Out; got != "lo up=false addrs=0" {
+		t.Errorf("interfaces: %q, want only a loopback that is down", got)
+	}
 	if n := tcpGot(); n != 0 {
 		t.Errorf("the TCP listener accepted %d connections", n)
 	}
