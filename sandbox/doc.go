@@ -106,6 +106,19 @@
 // RESOLVE_NO_SYMLINKS) and mounts and adds Landlock rules by descriptor, so
 // a link swapped in after the host's check is refused too.
 //
+// Home. By default the home directory is there, empty and read-only. With
+// Config.Home (or TempHome) the server gets a private home instead: a
+// directory of the host's, outside the worktree, bound writable at the path
+// of its HOME, so that programs that keep settings and caches in ~ work and
+// what they write lands in that directory, never in the person's home.
+// Read and Write paths beneath HOME (a dotfile such as ~/.gitconfig, the
+// worktree) are bound on top of it, the read ones read-only and immovable
+// (EROFS, EBUSY), their mount points made by the host in the private home
+// without following links. Each server needs a home of its own: one that
+// is, contains or lies beneath a path another server may write is the
+// caller's mistake this package cannot see, except for the worktree and
+// Write paths, which it refuses.
+//
 // Network namespace and seccomp. With Network false the server gets a new
 // network namespace with only a loopback that is down, and a seccomp filter
 // that fails socket(2) for any family but AF_UNIX with EAFNOSUPPORT (TCP,
