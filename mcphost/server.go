@@ -344,8 +344,17 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 		}
 		proxy = p
 	}
+	var home string
+	if !cfg.Unconfined && cfg.Home != HomeTemp {
+		home = filepath.Join(s.opts.HomeDir, cfg.Name)
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			return sandbox.Config{}, fmt.Errorf("[mcp.%s] home: creating the server's private home: %w", cfg.Name, err)
+		}
+	}
 	return sandbox.Config{
 		Name:        cfg.Name,
+		Home:        home,
+		TempHome:    cfg.Home == HomeTemp,
 		Argv:        s.argv(cfg),
 		Worktree:    s.worktree,
 		Env:         cfg.Env,
