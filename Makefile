@@ -16,7 +16,7 @@ INTEROP     := testdata/interop
 # package:FuzzTarget[:inputs] triples, each fuzzed for that many inputs (or
 # FUZZN): every parser, and every function that renders or maps untrusted
 # input. The counts take a few seconds each here; the TOML parser is slow.
-FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead \
+FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead ./mcphost:FuzzStdout \
 	./schema:FuzzClose ./schema:FuzzFromModel ./schema:FuzzParseJSON \
 	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff ./pin:FuzzParseLock \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \

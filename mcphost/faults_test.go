@@ -131,10 +131,67 @@ func TestGarbageStdout(t *testing.T) {
 	if time.Since(start) > 15*time.Second {
 		t.Errorf("Connect took %v", time.Since(start))
 	}
-	if n := noticeWith(s, "noisy", "initialize", "mcphost stopped it", "invalid character"); n == "" {
-		t.Errorf("no notice saying mcphost stopped the server printing garbage: %q", s.Notices())
-	} else if strings.Contains(n, "exited") {
-		t.Errorf("the notice says the server exited, but mcphost stopped it: %q", n)
+	if n := noticeWith(s, "noisy", "not JSON-RPC", "«Server starting... hello from a print statement»"); n == "" {
+		t.Errorf("no notice showing the line the server printed: %q", s.Notices())
+	}
+	for _, name := range []string{"mcp__noisy__echo", "mcp__good__echo"} {
+		if _, ok := s.Tool(name); !ok {
+			t.Errorf("%s is missing: a stray line on stdout is skipped, not fatal", name)
+		}
+	}
+}
+
+// TestStdoutNoise: lines that are not JSON-RPC (text with control
+// characters, JSON log records, blank lines) before and between messages
+// are skipped; the first few are shown, made visible, and the rest counted
+// in one notice; a server that floods stdout with them, or writes one
+// longer than the bound, is stopped, and the notice says mcphost stopped it
+// and why. The other servers go on.
+func TestStdoutNoise(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(),
+		fixture("chatty", "-stdout-noise", "30"),
+		fixture("flood", "-stdout-noise", "3000"),
+		fixture("longline", "-noise-line", fmt.Sprint(2<<20)),
+		fixture("good"))
+	if _, ok := s.Tool("mcp__chatty__echo"); !ok {
+		t.Fatalf("the chatty server did not start: %q", s.Notices())
+	}
+	res, err := s.Call(context.Background(), "mcp__chatty__noise", json.RawMessage(`{}`))
+	if err != nil || resultText(t, res) != "noisy" {
+		t.Fatalf("a call answered after a stray line: %v", err)
+	}
+	var shown, more int
+	for _, n := range s.Notices() {
+		if !strings.HasPrefix(n, "server chatty ") {
+			continue
+		}
+		switch {
+		case strings.Contains(n, "mcphost skipped it: «Warning: line 0 of noise ?[31mred?[0m»"):
+			shown++
+		case strings.Contains(n, "mcphost skipped it: "):
+			shown++
+			if strings.ContainsRune(n, 0x1b) {
+				t.Errorf("a control character reached a notice: %q", n)
+			}
+		case strings.Contains(n, "writes more lines"):
+			more++
+		}
+	}
+	if shown != maxStrayNotices || more != 1 {
+		t.Errorf("%d notices of single lines and %d of more, want %d and 1: %q", shown, more, maxStrayNotices, s.Notices())
+	}
+	for _, tt := range []struct{ server, want string }{
+		{"flood", fmt.Sprintf("more than the %d lines", maxStrayLines)},
+		{"longline", "(2097152 bytes)"},
+	} {
+		n := noticeWith(s, tt.server, "mcphost stopped the server", tt.want)
+		if n == "" {
+			t.Errorf("%s: no notice that mcphost stopped it and why (%q): %q", tt.server, tt.want, s.Notices())
+		}
+		if strings.Contains(n, "signal: killed") {
+			t.Errorf("%s: the notice blames the server: %s", tt.server, n)
+		}
 	}
 	if _, ok := s.Tool("mcp__good__echo"); !ok {
 		t.Error("the good server is missing")

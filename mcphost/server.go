@@ -69,6 +69,7 @@ type server struct {
 	lastList    []json.RawMessage
 	prepCache   *prepCache    // the latest listing's per-tool work, by raw definition
 	stopErr     error         // why mcphost stopped the server, if it did
+	strays      int           // lines of its stdout skipped, not being JSON-RPC
 	relisting   chan struct{} // non-nil while a list_changed re-list runs; closed when done
 	dirty       bool          // another list_changed came during the re-list
 	relists     int           // re-lists in a row, each disturbed by a list_changed
@@ -123,12 +124,14 @@ func (srv *server) start(ctx context.Context) error {
 	srv.exitStatus = ""
 	srv.err = nil
 	srv.stopErr = nil
+	srv.strays = 0
 	srv.dirty = false
 	srv.relists = 0
 	srv.mu.Unlock()
 	tap := newListTap(func() { srv.toolsChanged(gen) },
 		func(err error) { srv.stop(gen, fmt.Errorf("it sent a message mcphost cannot read: %w", err)) },
 		func(err error) { srv.stop(gen, err) })
+	tap.stray = func(start []byte, n, row int) { srv.strayLine(gen, start, n) }
 	// Roots and logging are deprecated from protocol 2026-07-28 on, but
 	// mcphost speaks 2025-11-25, where servers (the filesystem reference
 	// server among them) use roots to learn their directory.
@@ -211,6 +214,12 @@ func lineLimit(maxOutput int64) int {
 // explain turns a start failure into something a person can act on: the
 // deadline, or the process's exit and its last stderr lines.
 func (srv *server) explain(ctx context.Context, proc *sandbox.Process, err error, timeout time.Duration) error {
+	srv.mu.Lock()
+	stopErr := srv.stopErr
+	srv.mu.Unlock()
+	if stopErr != nil {
+		return fmt.Errorf("mcphost stopped the server: %w", stopErr)
+	}
 	if ctx.Err() == context.DeadlineExceeded {
 		err = fmt.Errorf("no answer within startup_timeout %v", timeout)
 	} else {
@@ -444,6 +453,32 @@ func (srv *server) failureNotice() string {
 		n += "\n  stderr: " + strings.ReplaceAll(tail, "\n", "\n  stderr: ")
 	}
 	return n
+}
+
+// strayLine reports a line of the server's stdout that is not JSON-RPC and
+// was skipped: in a notice for the first maxStrayNotices of a process, then
+// once that the rest go to the debug log; every one is logged.
+func (srv *server) strayLine(gen uint64, start []byte, n int) {
+	srv.mu.Lock()
+	if srv.gen != gen {
+		srv.mu.Unlock()
+		return
+	}
+	srv.strays++
+	count := srv.strays
+	srv.mu.Unlock()
+	name := srv.cfg.Name
+	shown := strayText(start, n)
+	switch {
+	case count <= maxStrayNotices:
+		srv.sess.logger.Warn("server stdout line skipped", "server", name, "line", shown)
+		srv.sess.addNotice(fmt.Sprintf("server %s wrote a line to stdout that is not JSON-RPC; mcphost skipped it: %s", name, shown))
+	case count == maxStrayNotices+1:
+		srv.sess.logger.Debug("server stdout line skipped", "server", name, "line", shown)
+		srv.sess.addNotice(fmt.Sprintf("server %s writes more lines to stdout that are not JSON-RPC; mcphost skips them and logs them at debug level (it stops the server after %d such lines, or %d bytes, in a row)", name, maxStrayLines, maxStrayBytes))
+	default:
+		srv.sess.logger.Debug("server stdout line skipped", "server", name, "line", shown)
+	}
 }
 
 // stop ends a running server that broke one of mcphost's bounds, or sent
