@@ -1063,7 +1063,7 @@ func (p *Process) abort() {
 
 // setHome makes the directory home the server's home (Config.Home): at the
 // path of its HOME where that can be a mount point of its own, else at
-// home's own path with HOME set to it. s.Read and s.Write must be final;
+// home's own path, with HOME set to where it is. s.Read and s.Write must be final;
 // realHomes are the host's home directories, which home must not expose.
 func (s *spec) setHome(home string, realHomes []string) error {
 	src, err := canonical("home directory", home)
@@ -1096,11 +1096,11 @@ func (s *spec) setHome(home string, realHomes []string) error {
 		}
 	}
 	if target == "" {
-		// Nowhere of its own to show it: at its own path, as a
-		// writable path.
-		s.Write = outermost(append(s.Write, src))
-		s.Env = setEnv(s.Env, "HOME", src)
-		return nil
+		// Nowhere of its own to show it: at its own path.
+		if underAny(src, s.Read) {
+			return fmt.Errorf("home directory %s lies in a read path; use a directory outside the grants", home)
+		}
+		target = src
 	}
 	s.Home, s.HomeSource = target, src
 	s.Env = setEnv(s.Env, "HOME", target)
