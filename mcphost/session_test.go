@@ -170,7 +170,7 @@ func TestParallelStart(t *testing.T) {
 		perServer[tool.Server]++
 	}
 	if got := len(s.AllTools()); len(perServer) != n || perServer["s0"] < 13 || got != n*perServer["s0"] {
-		t.Errorf("%d tools of %d servers (%v); want %d servers with the same tools, at least 13", got, len(perServer), perServer, n)
+		t.Errorf("%d tools of %d servers (%v); want %d servers with the same tools, at least 13 (notices %q)", got, len(perServer), perServer, n, s.Notices())
 	}
 	// Serial starts would take at least n*delay; this bound is loose on
 	// purpose (shared 2-core machines) but still proves overlap.
