@@ -678,3 +678,35 @@ func TestUnsupportedNoticeSaysOptOutOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashNotice: the notice of a server that crashed at start shows the
+// error line of a Node.js crash report along with its end, within the
+// bounds; one that could not reach a host with the network off is told
+// that its network is off and how to grant it.
+func TestCrashNotice(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(),
+		fixture("crash", "-node-crash"),
+		fixture("offline", "-net-fail", "api.example.com:443"),
+		fixture("longlog", "-flood-stderr", "1", "-exit", "2"))
+	n := noticeWith(s, "server crash did not start")
+	for _, want := range []string{"stderr: Error: ENOENT: no such file or directory, mkdir '/home/u/.fixture'", "stderr: Node.js v20.20.2", "syscall: 'mkdir'"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("the crash notice lacks %q:\n%s", want, n)
+		}
+	}
+	if lines := strings.Count(n, "stderr: "); lines > noticeLines+2 {
+		t.Errorf("the crash notice shows %d stderr lines, more than %d and the error line:\n%s", lines, noticeLines, n)
+	}
+	if strings.Contains(n, "network is off") {
+		t.Errorf("a crash without a network failure gets a network hint:\n%s", n)
+	}
+	n = noticeWith(s, "server offline did not start")
+	if !strings.Contains(n, "api.example.com") || !strings.Contains(n, "its network is off; if it needs one, set network = true in [mcp.offline]") {
+		t.Errorf("the offline server's notice does not say its network is off and how to grant it:\n%s", n)
+	}
+	n = noticeWith(s, "server longlog did not start")
+	if len(n) > noticeBytes+1024 || !strings.Contains(n, "cannot open notes.db") {
+		t.Errorf("the notice of a server with a long log is %d bytes (bound %d) or lacks its last line:\n%.2000s", len(n), noticeBytes, n)
+	}
+}

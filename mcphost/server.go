@@ -449,8 +449,23 @@ func (srv *server) failureNotice() string {
 		// The sandbox's errors name the opt-out already; say it once.
 		n += fmt.Sprintf(" (to run it unconfined, a risk, set sandbox = \"off\" in [mcp.%s])", srv.cfg.Name)
 	}
-	if tail := srv.stderr.Tail(5); tail != "" {
-		n += "\n  stderr: " + strings.ReplaceAll(tail, "\n", "\n  stderr: ")
+	return n + srv.stderrNotice()
+}
+
+// stderrNotice is what a notice about the server's failure adds from its
+// stderr: the excerpt of stderrLog.Excerpt, and, when the network is off
+// and stderr shows the server tried to resolve or reach a host, that the
+// network is off and how to grant it.
+func (srv *server) stderrNotice() string {
+	ex := srv.stderr.Excerpt()
+	if ex == "" {
+		return ""
+	}
+	n := "\n  stderr: " + strings.ReplaceAll(ex, "\n", "\n  stderr: ")
+	if !srv.cfg.Network && !srv.cfg.Unconfined {
+		if mark := srv.stderr.networkFailure(); mark != "" {
+			n += fmt.Sprintf("\n  (%s: the server tried to reach a host, but its network is off; if it needs one, set network = true in [mcp.%s], which gives it the host's whole network)", mark, srv.cfg.Name)
+		}
 	}
 	return n
 }
@@ -540,10 +555,7 @@ func (srv *server) exited(gen uint64) {
 	}
 	if wasRunning {
 		n := fmt.Sprintf("server %s exited (%s); its tools fail until Restart", srv.cfg.Name, printable(status, 300))
-		if tail := srv.stderr.Tail(5); tail != "" {
-			n += "\n  stderr: " + strings.ReplaceAll(tail, "\n", "\n  stderr: ")
-		}
-		srv.sess.addNotice(n)
+		srv.sess.addNotice(n + srv.stderrNotice())
 	}
 }
 
