@@ -154,7 +154,19 @@ func (srv *server) start(ctx context.Context) error {
 		_ = proc.Close(0)
 		return &startError{"start", err}
 	}
-	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	initCtx := ctx
+	launcher, registry, isLauncher := packageLauncher(cfg.Command)
+	if isLauncher && !cfg.Network && !cfg.Unconfined && cfg.StartupTimeout > launcherWait {
+		var cancelInit context.CancelFunc
+		initCtx, cancelInit = context.WithTimeout(ctx, launcherWait)
+		defer cancelInit()
+	}
+	cs, err := client.Connect(initCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil && isLauncher && initCtx != ctx && initCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		_ = proc.Close(0)
+		return &startError{"initialize", fmt.Errorf("%w: %s fetches the package it runs from %s unless it finds it installed, which needs the network, and the network is off for this server: mcphost stopped it after %v without an answer. Install the package beforehand and run it directly (for npm: npm install --prefix DIR PACKAGE, then command = [\"node\", \"DIR/node_modules/PACKAGE/<its main script>\"] and read = [\"DIR\"]; see \"Running real servers\" in mcphost's README), or give the server the network with network = true (all of it)",
+			ErrLauncherOffline, launcher, registry, launcherWait)}
+	}
 	if err != nil {
 		err = srv.explain(ctx, proc, err, cfg.StartupTimeout)
 		_ = proc.Close(0)
