@@ -337,6 +337,7 @@ func confineAndStart(s *spec, rules []llRule, abi int) (int, error) {
 		net:            s.access(),
 		pathUnix:       !s.Reduced || abi >= 9,
 		ownProcessOnly: s.Reduced,
+		ownNetNS:       !s.Reduced,
 	}); err != nil {
 		return 0, unsupportedStep("seccomp", err)
 	}

@@ -1284,6 +1284,7 @@ func TestReducedTier(t *testing.T) {
 	}
 	wt := mk("mcphost-reduced-wt-")
 	home := mk("mcphost-reduced-home-")
+	privateHome := mk("mcphost-reduced-private-home-")
 	secret := filepath.Join(home, "secret")
 	mkfile(t, secret, "SECRET")
 	os.Chown(secret, nobody, nobody)
@@ -1302,7 +1303,7 @@ func TestReducedTier(t *testing.T) {
 	}
 
 	run := func(t *testing.T, full bool, ops string, extra ...string) ([]string, string, error) {
-		args := []string{"-hostile", hostilePath(), "-worktree", wt, "-home", home, "-no-userns", strconv.Itoa(nobody), "-protect", gitDir, "-ops", ops}
+		args := []string{"-hostile", hostilePath(), "-worktree", wt, "-home", home, "-no-userns", strconv.Itoa(nobody), "-protect", gitDir, "-private-home", privateHome, "-ops", ops}
 		args = append(args, extra...)
 		if full {
 			args = append(args, "-full")
@@ -1363,9 +1364,11 @@ func TestReducedTier(t *testing.T) {
 		{"op":"userns"},
 		{"op":"daemon","args":[%q]},
 		{"op":"wait-file","args":[%q]},
+		{"op":"socket","args":["16","3","0"]},
+		{"op":"write","args":[%q]},
 		{"op":"status"}]`,
 		filepath.Join(wt, "src", "new"), secret, filepath.Join(home, "planted"), tcp, bus,
-		filepath.Join(gitDir, "config"), gitDir, filepath.Join(wt, "gone"), filepath.Join(wt, "src", "suid"), beat, beat)
+		filepath.Join(gitDir, "config"), gitDir, filepath.Join(wt, "gone"), filepath.Join(wt, "src", "suid"), beat, beat, filepath.Join(privateHome, "h"))
 	lines, stderr, err := run(t, false, ops)
 	if err != nil {
 		t.Fatalf("host fixture: %v\n%s", err, stderr)
@@ -1399,8 +1402,9 @@ func TestReducedTier(t *testing.T) {
 	}
 	names := []string{"write its worktree", "read a secret in HOME", "write /etc", "write HOME", "reach a TCP listener",
 		"reach a unix socket outside its grants", "write the protected .git", "rename the protected .git", "read the helper's environment",
-		"take the helper's descriptors", "renice the helper", "leave a set-user-ID program", "create a user namespace", "leave a daemon", "see it run", "status"}
-	want := []bool{true, false, false, false, false, false, false, false, false, false, false, false, false, true, true, true}
+		"take the helper's descriptors", "renice the helper", "leave a set-user-ID program", "create a user namespace", "leave a daemon", "see it run",
+		"open a NETLINK_ROUTE socket (the host's network namespace)", "write its private home", "status"}
+	want := []bool{true, false, false, false, false, false, false, false, false, false, false, false, false, true, true, false, true, true}
 	if len(replies) != len(want) {
 		t.Fatalf("replies %q\nstderr: %s", replies, stderr)
 	}
@@ -1410,7 +1414,7 @@ func TestReducedTier(t *testing.T) {
 		}
 	}
 	for _, w := range []string{`NoNewPrivs:\t1`, `Seccomp:\t2`, `CapEff:\t0000000000000000`} {
-		if !strings.Contains(replies[15], w) {
+		if !strings.Contains(replies[17], w) {
 			t.Errorf("status lacks %s", w)
 		}
 	}

@@ -77,6 +77,12 @@ type filterOptions struct {
 	// otherwise reach any listening unix socket they can name, the user's
 	// D-Bus session bus and through it their systemd manager among them.
 	pathUnix bool
+	// ownNetNS says the server has a network namespace of its own, where
+	// a NETLINK_ROUTE socket lists only a loopback that is down: with the
+	// network off it is allowed then, and refused otherwise (the reduced
+	// tier shares the host's namespace, whose interfaces, addresses and
+	// routes it would list).
+	ownNetNS bool
 	// ownProcessOnly refuses, with EPERM, the calls that change another
 	// process's limits, priority or scheduling (prlimit64, setpriority,
 	// ioprio_set, sched_set*) for any target but the caller (0): in the
@@ -183,7 +189,7 @@ func seccompProgram(o filterOptions) []unix.SockFilter {
 		// socketpair(2) stays unix only, below.
 	}
 	if o.net == netNone {
-		prog = append(prog, socketRules()...)
+		prog = append(prog, socketRules(o.ownNetNS)...)
 	}
 	if o.net == netProxy {
 		for _, nr := range []uint32{unix.SYS_SOCKETPAIR} {
@@ -203,8 +209,8 @@ func seccompProgram(o filterOptions) []unix.SockFilter {
 // socketRules are the filter's instructions for socket(2) and
 // socketpair(2) with the network off, entered and left with the system
 // call number loaded: AF_UNIX is allowed, and socket(AF_NETLINK, any type,
-// NETLINK_ROUTE). Every other family and netlink protocol fails with
-// EAFNOSUPPORT.
+// NETLINK_ROUTE) when route is true. Every other family and netlink
+// protocol fails with EAFNOSUPPORT.
 //
 // NETLINK_ROUTE is what listing network interfaces takes (Node's
 // os.networkInterfaces(), .NET's, Go's net.Interfaces(), getifaddrs(3)),
@@ -215,9 +221,13 @@ func seccompProgram(o filterOptions) []unix.SockFilter {
 // already empty. The other netlink protocols (audit, netfilter, sock_diag,
 // uevents, generic netlink and so on) reach kernel code or events that
 // are not confined to the namespace, and stay refused.
-func socketRules() []unix.SockFilter {
+func socketRules(route bool) []unix.SockFilter {
 	j := func(k uint32, jt, jf uint8) unix.SockFilter {
 		return unix.SockFilter{Code: bpfJeqK, K: k, Jt: jt, Jf: jf}
+	}
+	netlink := uint32(unix.AF_NETLINK)
+	if !route {
+		netlink = ^uint32(0) // no domain: the check never matches
 	}
 	s := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
 	return []unix.SockFilter{
@@ -228,7 +238,7 @@ func socketRules() []unix.SockFilter {
 		j(unix.AF_UNIX, 0, 1),
 		s(bpfRetK, retAllow),
 		//   if domain == AF_NETLINK && protocol == NETLINK_ROUTE: allow
-		j(unix.AF_NETLINK, 0, 3),
+		j(netlink, 0, 3),
 		s(bpfLdAbsW, seccompArg2Off),
 		j(unix.NETLINK_ROUTE, 0, 1),
 		s(bpfRetK, retAllow),
