@@ -117,7 +117,8 @@
 // without following links. Each server needs a home of its own: one that
 // is, contains or lies beneath a path another server may write is the
 // caller's mistake this package cannot see, except for the worktree and
-// Write paths, which it refuses.
+// Write paths, which it refuses. In the reduced tier, which has no mount
+// namespace, the private home is granted at its own path and HOME names it.
 //
 // Network namespace and seccomp. With Network false the server gets a new
 // network namespace with only a loopback that is down, and a seccomp filter
