@@ -703,7 +703,7 @@ func TestCrashNotice(t *testing.T) {
 		t.Errorf("a crash without a network failure gets a network hint:\n%s", n)
 	}
 	n = noticeWith(s, "server offline did not start")
-	if !strings.Contains(n, "api.example.com") || !strings.Contains(n, "its network is off; if it needs one, set network = true in [mcp.offline]") {
+	if !strings.Contains(n, "api.example.com") || !strings.Contains(n, "its network is off; if it needs one, grant it by name in [mcp.offline]: network = [") {
 		t.Errorf("the offline server's notice does not say its network is off and how to grant it:\n%s", n)
 	}
 	n = noticeWith(s, "server longlog did not start")

@@ -60,3 +60,15 @@ func packageLauncher(argv []string) (name, registry string, ok bool) {
 	}
 	return "", "", false
 }
+
+// registryHost is the host name a launcher's default registry is reached
+// at, for the grant a notice suggests.
+func registryHost(launcher string) string {
+	switch launcher {
+	case "uvx", "uv tool run", "pipx run":
+		return "pypi.org\", \"files.pythonhosted.org"
+	case "deno":
+		return "registry.npmjs.org\", \"jsr.io"
+	}
+	return "registry.npmjs.org"
+}

@@ -49,7 +49,7 @@ func TestLauncherOffline(t *testing.T) {
 	if took > launcherWait+10*time.Second {
 		t.Errorf("Connect took %v with a launcher that has no network; want about %v", took, launcherWait)
 	}
-	n := noticeWith(s, "server fetch did not start", "npx fetches the package", "needs the network", "network is off")
+	n := noticeWith(s, "server fetch did not start", "npx fetches the package", "needs the network", "network is off", `network = ["registry.npmjs.org"]`)
 	if n == "" {
 		t.Errorf("no notice that the launcher needs the network: %q", s.Notices())
 	}

@@ -156,7 +156,7 @@ func (srv *server) start(ctx context.Context) error {
 	}
 	initCtx := ctx
 	launcher, registry, isLauncher := packageLauncher(cfg.Command)
-	if isLauncher && !cfg.Network && !cfg.Unconfined && cfg.StartupTimeout > launcherWait {
+	if isLauncher && !cfg.Network && len(cfg.NetworkGrant) == 0 && !cfg.Unconfined && cfg.StartupTimeout > launcherWait {
 		var cancelInit context.CancelFunc
 		initCtx, cancelInit = context.WithTimeout(ctx, launcherWait)
 		defer cancelInit()
@@ -164,8 +164,8 @@ func (srv *server) start(ctx context.Context) error {
 	cs, err := client.Connect(initCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	if err != nil && isLauncher && initCtx != ctx && initCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		_ = proc.Close(0)
-		return &startError{"initialize", fmt.Errorf("%w: %s fetches the package it runs from %s unless it finds it installed, which needs the network, and the network is off for this server: mcphost stopped it after %v without an answer. Install the package beforehand and run it directly (for npm: npm install --prefix DIR PACKAGE, then command = [\"node\", \"DIR/node_modules/PACKAGE/<its main script>\"] and read = [\"DIR\"]; see \"Running real servers\" in mcphost's README), or give the server the network with network = true (all of it)",
-			ErrLauncherOffline, launcher, registry, launcherWait)}
+		return &startError{"initialize", fmt.Errorf("%w: %s fetches the package it runs from %s unless it finds it installed, which needs the network, and the network is off for this server: mcphost stopped it after %v without an answer. Install the package beforehand and run it directly (for npm: npm install --prefix DIR PACKAGE, then command = [\"node\", \"DIR/node_modules/PACKAGE/<its main script>\"] and read = [\"DIR\"]; see \"Running real servers\" in mcphost's README), or grant the server its registry alone: network = [\"%s\"]",
+			ErrLauncherOffline, launcher, registry, launcherWait, registryHost(launcher))}
 	}
 	if err != nil {
 		err = srv.explain(ctx, proc, err, cfg.StartupTimeout)
@@ -474,9 +474,9 @@ func (srv *server) stderrNotice() string {
 		return ""
 	}
 	n := "\n  stderr: " + strings.ReplaceAll(ex, "\n", "\n  stderr: ")
-	if !srv.cfg.Network && !srv.cfg.Unconfined {
+	if !srv.cfg.Network && len(srv.cfg.NetworkGrant) == 0 && !srv.cfg.Unconfined {
 		if mark := srv.stderr.networkFailure(); mark != "" {
-			n += fmt.Sprintf("\n  (%s: the server tried to reach a host, but its network is off; if it needs one, set network = true in [mcp.%s], which gives it the host's whole network)", mark, srv.cfg.Name)
+			n += fmt.Sprintf("\n  (%s: the server tried to reach a host, but its network is off; if it needs one, grant it by name in [mcp.%s]: network = [\"api.example.com\"] (or network = true, the host's whole network))", mark, srv.cfg.Name)
 		}
 	}
 	return n
