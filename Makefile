@@ -1,6 +1,7 @@
 # make test: everything CI runs, on a fresh clone. It installs what the tests
-# need (the npm reference servers, pinned by package-lock.json) and runs the
-# vetters, the race-enabled tests, short fuzzing and one pass of benchmarks.
+# need (the npm reference servers and the real servers of ./realservers, each
+# pinned by a package-lock.json) and runs the vetters, the race-enabled
+# tests, short fuzzing and one pass of benchmarks.
 
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -12,11 +13,12 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZN       ?= 50000
 FUZZTIME    ?=
 INTEROP     := testdata/interop
+REALSERVERS := testdata/realservers
 
 # package:FuzzTarget[:inputs] triples, each fuzzed for that many inputs (or
 # FUZZN): every parser, and every function that renders or maps untrusted
 # input. The counts take a few seconds each here; the TOML parser is slow.
-FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead ./mcphost:FuzzElicitRequest \
+FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead ./mcphost:FuzzStdout ./mcphost:FuzzElicitRequest \
 	./schema:FuzzClose ./schema:FuzzFromModel ./schema:FuzzParseJSON \
 	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff ./pin:FuzzParseLock \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
@@ -32,7 +34,9 @@ test: deps vet tidy cross unit fuzz bench
 deps:
 	@if command -v npm >/dev/null 2>&1; then \
 		echo "npm ci in $(INTEROP)"; \
-		cd $(INTEROP) && npm ci --no-audit --no-fund --loglevel=error; \
+		(cd $(INTEROP) && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
+		echo "npm ci in $(REALSERVERS) (no install scripts: no browser download)"; \
+		(cd $(REALSERVERS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || exit 1; \
 	else \
 		echo "npm not found: the npm reference-server tests will be skipped and say so"; \
 	fi
@@ -85,4 +89,4 @@ example:
 	$(GO) build -o bin/ ./examples/notes
 
 clean:
-	rm -rf bin $(INTEROP)/node_modules
+	rm -rf bin $(INTEROP)/node_modules $(REALSERVERS)/node_modules

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -55,24 +54,17 @@ func TestNpxThroughRegistryGrant(t *testing.T) {
 	nodePath(t) // skips without node
 	registry, grant := npmRegistry(t, npm)
 	h := newHarness(t)
-	// npx keeps its cache under HOME. Until servers get a private HOME
-	// of their own (issue 15), the test gives this one a temporary HOME
-	// and the write grant for it.
-	home, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	// npx keeps its cache under HOME: the server's private one (the
+	// default, home = "persist") is enough.
 	cfg := mcphost.ServerConfig{
 		Name:    "thinking",
 		Command: []string{npx, "-y", npxPackage},
 		Env: map[string]string{
-			"HOME":                       home,
 			"npm_config_registry":        registry,
 			"npm_config_update_notifier": "false",
 			"npm_config_fund":            "false",
 			"npm_config_audit":           "false",
 		},
-		Write:          []string{home},
 		NetworkGrant:   []string{grant},
 		Allow:          []string{"sequentialthinking"},
 		StartupTimeout: 2 * startupTimeout, // the harness bounds Connect by as much

@@ -240,9 +240,10 @@ func (s *Session) send(ctx context.Context, e *toolEntry, args json.RawMessage, 
 				return nil, fmt.Errorf("%w: no result within call_timeout %v of [mcp.%s], and mcphost stopped the server: %v", ErrTimeout, srv.cfg.CallTimeout, srv.cfg.Name, why)
 			}
 			return nil, fmt.Errorf("%w: no result within call_timeout %v of [mcp.%s]; the call was cancelled", ErrTimeout, srv.cfg.CallTimeout, srv.cfg.Name)
-		case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), srv.dying():
-			// The server died under the call: report that, not its
-			// symptom on the pipe.
+		case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), srv.stopped() != nil, srv.dying():
+			// The server died under the call, or mcphost stopped it
+			// (its stdout broke a bound): report that, not its symptom
+			// on the pipe.
 			return nil, srv.goneError(err)
 		}
 		return nil, fmt.Errorf("server %s: %w", srv.cfg.Name, err)

@@ -94,6 +94,11 @@ type ServerConfig struct {
 	// whoever writes it can make git run code on the host (hooks,
 	// core.fsmonitor). A risk the config must state explicitly.
 	WritableGit bool `json:"writable_git,omitempty"`
+	// Home says what the server's private home directory (its HOME, which
+	// is never the person's) is: HomePersist (the default when empty), a
+	// directory kept between sessions under Options.HomeDir, or HomeTemp,
+	// an empty one removed when the server stops. Ignored when Unconfined.
+	Home string `json:"home,omitempty"`
 	// Unconfined runs the server without Landlock, seccomp or namespaces
 	// (`sandbox = "off"`). It is a risk the config must state explicitly;
 	// the scrubbed environment, private TMPDIR and process cleanup remain.
@@ -117,6 +122,12 @@ type ServerConfig struct {
 	MaxMemory    int64 `json:"max_memory"`
 	MaxTmp       int64 `json:"max_tmp"`
 }
+
+// The values of ServerConfig.Home (the home key).
+const (
+	HomePersist = "persist"
+	HomeTemp    = "tmp"
+)
 
 // ConfigError is a problem with one key of one [mcp.<name>] table.
 type ConfigError struct {
@@ -154,6 +165,7 @@ type rawServer struct {
 	Protect        []string          `toml:"protect"`
 	Git            string            `toml:"git"`
 	Sandbox        string            `toml:"sandbox"`
+	Home           string            `toml:"home"`
 	StartupTimeout any               `toml:"startup_timeout"`
 	CallTimeout    any               `toml:"call_timeout"`
 	MaxOutput      any               `toml:"max_output"`
@@ -162,7 +174,7 @@ type rawServer struct {
 	MaxTmp         any               `toml:"max_tmp"`
 }
 
-var knownKeys = []string{"allow", "call_timeout", "command", "default", "deny", "env", "env_pass", "git",
+var knownKeys = []string{"allow", "call_timeout", "command", "default", "deny", "env", "env_pass", "git", "home",
 	"max_memory", "max_output", "max_processes", "max_tmp", "network", "new_tools", "protect", "read", "sandbox", "startup_timeout", "write"}
 
 // Parse reads the [mcp.<name>] tables of a TOML document and ignores
@@ -404,6 +416,10 @@ func (r rawServer) config(name string) (ServerConfig, []error) {
 		Read:    r.Read,
 		Write:   r.Write,
 		Protect: r.Protect,
+		Home:    r.Home,
+	}
+	if sc.Home == "" {
+		sc.Home = HomePersist
 	}
 	switch r.Git {
 	case "", "read":
@@ -539,6 +555,11 @@ func (sc *ServerConfig) validate() []keyProblem {
 	if len(sc.NetworkGrant) > 0 && sc.Unconfined {
 		bad("network", "a list of destinations needs the sandbox: with sandbox = \"off\" the server reaches every host; remove sandbox = \"off\" or the list")
 	}
+	switch sc.Home {
+	case "", HomePersist, HomeTemp:
+	default:
+		bad("home", "%q is not allowed; use \"persist\" (the default: a private home kept between sessions) or \"tmp\" (an empty one each start)", sc.Home)
+	}
 	if sc.Default != "" && sc.Default != Approval && sc.Default != Deny {
 		bad("default", "%q is not allowed; use \"approval\" or \"deny\"", sc.Default)
 	}
@@ -596,6 +617,9 @@ func (sc ServerConfig) withDefaults() ServerConfig {
 	}
 	if sc.MaxTmp == 0 {
 		sc.MaxTmp = sandbox.DefaultMaxTmp
+	}
+	if sc.Home == "" {
+		sc.Home = HomePersist
 	}
 	return sc
 }

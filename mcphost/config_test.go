@@ -32,6 +32,7 @@ max_processes = 64
 max_memory = "512MiB"
 max_tmp = 1048576
 new_tools = "hold"
+home = "tmp"
 
 [mcp.a-b2]
 command = ["srv"]
@@ -45,12 +46,12 @@ new_tools = "offer"
 	}
 	want := []ServerConfig{
 		{Name: "a-b2", Command: []string{"srv"}, Default: Approval, StartupTimeout: DefaultStartupTimeout,
-			CallTimeout: DefaultCallTimeout, MaxOutput: 4096, RequireFullSandbox: true,
+			CallTimeout: DefaultCallTimeout, MaxOutput: 4096, RequireFullSandbox: true, Home: HomePersist,
 			MaxProcesses: 512, MaxMemory: 2 << 30, MaxTmp: 1 << 30},
 		{Name: "notes", Command: []string{"notes-server", "--db", "notes.db"}, Allow: []string{"list_notes"},
 			Deny: []string{"delete_note"}, Default: Deny, Env: map[string]string{"NOTES_MODE": "ro"},
 			EnvPass: []string{"NOTES_TOKEN"}, Network: true, Read: []string{"~/.cache/notes"}, Write: []string{"out"},
-			Unconfined: true, HoldNewTools: true, StartupTimeout: 5 * time.Second, CallTimeout: time.Minute, MaxOutput: 1 << 20,
+			Unconfined: true, HoldNewTools: true, Home: HomeTemp, StartupTimeout: 5 * time.Second, CallTimeout: time.Minute, MaxOutput: 1 << 20,
 			MaxProcesses: 64, MaxMemory: 512 << 20, MaxTmp: 1 << 20},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -84,6 +85,7 @@ func TestParseErrors(t *testing.T) {
 		{"double dash", "[mcp.a--b]\ncommand=[\"a\"]", []string{"[mcp.a--b]", "single '-'"}, nil},
 		{"trailing dash", "[mcp.a-]\ncommand=[\"a\"]", []string{"[mcp.a-]"}, nil},
 		{"bad default", "[mcp.x]\ncommand=[\"a\"]\ndefault=\"allow\"", []string{"[mcp.x] default", `"approval"`, `"deny"`}, nil},
+		{"bad home", "[mcp.x]\ncommand=[\"a\"]\nhome=\"real\"", []string{"[mcp.x] home", `"persist"`, `"tmp"`}, nil},
 		{"bad sandbox", "[mcp.x]\ncommand=[\"a\"]\nsandbox=\"maybe\"", []string{"[mcp.x] sandbox", `"off"`, `"full"`}, nil},
 		{"bad new_tools", "[mcp.x]\ncommand=[\"a\"]\nnew_tools=\"hide\"", []string{"[mcp.x] new_tools", `"hold"`, `"offer"`}, nil},
 		{"bad duration", "[mcp.x]\ncommand=[\"a\"]\nstartup_timeout=\"soon\"", []string{"[mcp.x] startup_timeout", "30s"}, nil},

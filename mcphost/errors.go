@@ -34,8 +34,13 @@ var (
 	ErrTimeout = errors.New("call timed out")
 	// ErrClosed: the session is closed.
 	ErrClosed = errors.New("session closed")
-	// ErrStateReachable: Connect refused a state directory that a confined
-	// server could open (inside the worktree or a read or write grant).
+	// ErrLauncherOffline: a package launcher (npx, uvx...) with the
+	// network off did not answer initialize within launcherWait (5s): it
+	// is waiting to fetch its package. The server's start failed with it.
+	ErrLauncherOffline = errors.New("package launcher needs the network")
+	// ErrStateReachable: Connect refused a state directory, or a directory
+	// of private homes (Options.HomeDir), that a confined server could open
+	// (inside the worktree or a read or write grant).
 	ErrStateReachable = errors.New("state directory within a server's reach")
 )
 

@@ -131,10 +131,67 @@ func TestGarbageStdout(t *testing.T) {
 	if time.Since(start) > 15*time.Second {
 		t.Errorf("Connect took %v", time.Since(start))
 	}
-	if n := noticeWith(s, "noisy", "initialize", "mcphost stopped it", "invalid character"); n == "" {
-		t.Errorf("no notice saying mcphost stopped the server printing garbage: %q", s.Notices())
-	} else if strings.Contains(n, "exited") {
-		t.Errorf("the notice says the server exited, but mcphost stopped it: %q", n)
+	if n := noticeWith(s, "noisy", "not JSON-RPC", "«Server starting... hello from a print statement»"); n == "" {
+		t.Errorf("no notice showing the line the server printed: %q", s.Notices())
+	}
+	for _, name := range []string{"mcp__noisy__echo", "mcp__good__echo"} {
+		if _, ok := s.Tool(name); !ok {
+			t.Errorf("%s is missing: a stray line on stdout is skipped, not fatal", name)
+		}
+	}
+}
+
+// TestStdoutNoise: lines that are not JSON-RPC (text with control
+// characters, JSON log records, blank lines) before and between messages
+// are skipped; the first few are shown, made visible, and the rest counted
+// in one notice; a server that floods stdout with them, or writes one
+// longer than the bound, is stopped, and the notice says mcphost stopped it
+// and why. The other servers go on.
+func TestStdoutNoise(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(),
+		fixture("chatty", "-stdout-noise", "30"),
+		fixture("flood", "-stdout-noise", "3000"),
+		fixture("longline", "-noise-line", fmt.Sprint(2<<20)),
+		fixture("good"))
+	if _, ok := s.Tool("mcp__chatty__echo"); !ok {
+		t.Fatalf("the chatty server did not start: %q", s.Notices())
+	}
+	res, err := s.Call(context.Background(), "mcp__chatty__noise", json.RawMessage(`{}`))
+	if err != nil || resultText(t, res) != "noisy" {
+		t.Fatalf("a call answered after a stray line: %v", err)
+	}
+	var shown, more int
+	for _, n := range s.Notices() {
+		if !strings.HasPrefix(n, "server chatty ") {
+			continue
+		}
+		switch {
+		case strings.Contains(n, "mcphost skipped it: «Warning: line 0 of noise ?[31mred?[0m»"):
+			shown++
+		case strings.Contains(n, "mcphost skipped it: "):
+			shown++
+			if strings.ContainsRune(n, 0x1b) {
+				t.Errorf("a control character reached a notice: %q", n)
+			}
+		case strings.Contains(n, "writes more lines"):
+			more++
+		}
+	}
+	if shown != maxStrayNotices || more != 1 {
+		t.Errorf("%d notices of single lines and %d of more, want %d and 1: %q", shown, more, maxStrayNotices, s.Notices())
+	}
+	for _, tt := range []struct{ server, want string }{
+		{"flood", fmt.Sprintf("more than the %d lines", maxStrayLines)},
+		{"longline", "(2097152 bytes)"},
+	} {
+		n := noticeWith(s, tt.server, "mcphost stopped the server", tt.want)
+		if n == "" {
+			t.Errorf("%s: no notice that mcphost stopped it and why (%q): %q", tt.server, tt.want, s.Notices())
+		}
+		if strings.Contains(n, "signal: killed") {
+			t.Errorf("%s: the notice blames the server: %s", tt.server, n)
+		}
 	}
 	if _, ok := s.Tool("mcp__good__echo"); !ok {
 		t.Error("the good server is missing")
@@ -177,8 +234,9 @@ func TestBrokenPagination(t *testing.T) {
 func TestManyToolsManyPages(t *testing.T) {
 	e := newEnv(t)
 	s := e.connect(e.opts(), fixture("many", "-tools", "3000", "-page", "7"))
-	if got := len(s.AllTools()); got != 3015 {
-		t.Errorf("%d tools; want 3015 over 431 pages", got)
+	// 3000 generated tools and the fixture's 17, 7 a page.
+	if got := len(s.AllTools()); got != 3017 {
+		t.Errorf("%d tools; want 3017 over 431 pages", got)
 	}
 	if _, ok := s.Tool("mcp__many__gen_02999"); !ok {
 		t.Error("the last page is missing")
@@ -619,5 +677,37 @@ func TestUnsupportedNoticeSaysOptOutOnce(t *testing.T) {
 		if c := strings.Count(n, `sandbox = "off"`); c != 1 {
 			t.Errorf("notice names the opt-out %d times: %q", c, n)
 		}
+	}
+}
+
+// TestCrashNotice: the notice of a server that crashed at start shows the
+// error line of a Node.js crash report along with its end, within the
+// bounds; one that could not reach a host with the network off is told
+// that its network is off and how to grant it.
+func TestCrashNotice(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(),
+		fixture("crash", "-node-crash"),
+		fixture("offline", "-net-fail", "api.example.com:443"),
+		fixture("longlog", "-flood-stderr", "1", "-exit", "2"))
+	n := noticeWith(s, "server crash did not start")
+	for _, want := range []string{"stderr: Error: ENOENT: no such file or directory, mkdir '/home/u/.fixture'", "stderr: Node.js v20.20.2", "syscall: 'mkdir'"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("the crash notice lacks %q:\n%s", want, n)
+		}
+	}
+	if lines := strings.Count(n, "stderr: "); lines > noticeLines+2 {
+		t.Errorf("the crash notice shows %d stderr lines, more than %d and the error line:\n%s", lines, noticeLines, n)
+	}
+	if strings.Contains(n, "network is off") {
+		t.Errorf("a crash without a network failure gets a network hint:\n%s", n)
+	}
+	n = noticeWith(s, "server offline did not start")
+	if !strings.Contains(n, "api.example.com") || !strings.Contains(n, "its network is off; if it needs one, grant it by name in [mcp.offline]: network = [") {
+		t.Errorf("the offline server's notice does not say its network is off and how to grant it:\n%s", n)
+	}
+	n = noticeWith(s, "server longlog did not start")
+	if len(n) > noticeBytes+1024 || !strings.Contains(n, "cannot open notes.db") {
+		t.Errorf("the notice of a server with a long log is %d bytes (bound %d) or lacks its last line:\n%.2000s", len(n), noticeBytes, n)
 	}
 }

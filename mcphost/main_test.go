@@ -29,7 +29,7 @@ func fixture(name string, flags ...string) ServerConfig {
 	return ServerConfig{
 		Name:           name,
 		Command:        append([]string{fixtureBin}, flags...),
-		Allow:          []string{"echo", "add", "list_notes", "sleep", "crash", "big", "mutate", "env", "roots", "sample", "elicit", "write", "rename", "poke", "flock", "progress"},
+		Allow:          []string{"echo", "add", "list_notes", "sleep", "crash", "big", "mutate", "env", "roots", "sample", "elicit", "write", "rename", "poke", "flock", "home", "progress", "noise"},
 		Deny:           []string{"delete_note"},
 		StartupTimeout: 20 * time.Second,
 		CallTimeout:    20 * time.Second,

@@ -70,6 +70,7 @@ type server struct {
 	lastList     []json.RawMessage
 	prepCache    *prepCache    // the latest listing's per-tool work, by raw definition
 	stopErr      error         // why mcphost stopped the server, if it did
+	strays       int           // lines of its stdout skipped, not being JSON-RPC
 	relisting    chan struct{} // non-nil while a list_changed re-list runs; closed when done
 	dirty        bool          // another list_changed came during the re-list
 	relists      int           // re-lists in a row, each disturbed by a list_changed
@@ -130,6 +131,7 @@ func (srv *server) start(ctx context.Context) error {
 	srv.exitStatus = ""
 	srv.err = nil
 	srv.stopErr = nil
+	srv.strays = 0
 	srv.dirty = false
 	srv.relists = 0
 	srv.mu.Unlock()
@@ -137,6 +139,7 @@ func (srv *server) start(ctx context.Context) error {
 		func(err error) { srv.stop(gen, fmt.Errorf("it sent a message mcphost cannot read: %w", err)) },
 		func(err error) { srv.stop(gen, err) })
 	tap.progress = srv.onProgress
+	tap.stray = func(start []byte, n, row int) { srv.strayLine(gen, start, n) }
 	// Roots and logging are deprecated from protocol 2026-07-28 on, but
 	// mcphost speaks 2025-11-25, where servers (the filesystem reference
 	// server among them) use roots to learn their directory.
@@ -166,7 +169,19 @@ func (srv *server) start(ctx context.Context) error {
 		_ = proc.Close(0)
 		return &startError{"start", err}
 	}
-	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	initCtx := ctx
+	launcher, registry, isLauncher := packageLauncher(cfg.Command)
+	if isLauncher && !cfg.Network && len(cfg.NetworkGrant) == 0 && !cfg.Unconfined && cfg.StartupTimeout > launcherWait {
+		var cancelInit context.CancelFunc
+		initCtx, cancelInit = context.WithTimeout(ctx, launcherWait)
+		defer cancelInit()
+	}
+	cs, err := client.Connect(initCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil && isLauncher && initCtx != ctx && initCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		_ = proc.Close(0)
+		return &startError{"initialize", fmt.Errorf("%w: %s fetches the package it runs from %s unless it finds it installed, which needs the network, and the network is off for this server: mcphost stopped it after %v without an answer. Install the package beforehand and run it directly (for npm: npm install --prefix DIR PACKAGE, then command = [\"node\", \"DIR/node_modules/PACKAGE/<its main script>\"] and read = [\"DIR\"]; see \"Running real servers\" in mcphost's README), or grant the server its registry alone: network = [\"%s\"]",
+			ErrLauncherOffline, launcher, registry, launcherWait, registryHost(launcher))}
+	}
 	if err != nil {
 		err = srv.explain(ctx, proc, err, cfg.StartupTimeout)
 		_ = proc.Close(0)
@@ -232,6 +247,12 @@ func lineLimit(maxOutput int64) int {
 // explain turns a start failure into something a person can act on: the
 // deadline, or the process's exit and its last stderr lines.
 func (srv *server) explain(ctx context.Context, proc *sandbox.Process, err error, timeout time.Duration) error {
+	srv.mu.Lock()
+	stopErr := srv.stopErr
+	srv.mu.Unlock()
+	if stopErr != nil {
+		return fmt.Errorf("mcphost stopped the server: %w", stopErr)
+	}
 	if ctx.Err() == context.DeadlineExceeded {
 		err = fmt.Errorf("no answer within startup_timeout %v", timeout)
 	} else {
@@ -365,8 +386,17 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 		}
 		proxy = p
 	}
+	var home string
+	if !cfg.Unconfined && cfg.Home != HomeTemp {
+		home = filepath.Join(s.opts.HomeDir, cfg.Name)
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			return sandbox.Config{}, fmt.Errorf("[mcp.%s] home: creating the server's private home: %w", cfg.Name, err)
+		}
+	}
 	return sandbox.Config{
 		Name:        cfg.Name,
+		Home:        home,
+		TempHome:    cfg.Home == HomeTemp,
 		Argv:        s.argv(cfg),
 		Worktree:    s.worktree,
 		Env:         cfg.Env,
@@ -452,10 +482,51 @@ func (srv *server) failureNotice() string {
 		// The sandbox's errors name the opt-out already; say it once.
 		n += fmt.Sprintf(" (to run it unconfined, a risk, set sandbox = \"off\" in [mcp.%s])", srv.cfg.Name)
 	}
-	if tail := srv.stderr.Tail(5); tail != "" {
-		n += "\n  stderr: " + strings.ReplaceAll(tail, "\n", "\n  stderr: ")
+	return n + srv.stderrNotice()
+}
+
+// stderrNotice is what a notice about the server's failure adds from its
+// stderr: the excerpt of stderrLog.Excerpt, and, when the network is off
+// and stderr shows the server tried to resolve or reach a host, that the
+// network is off and how to grant it.
+func (srv *server) stderrNotice() string {
+	ex := srv.stderr.Excerpt()
+	if ex == "" {
+		return ""
+	}
+	n := "\n  stderr: " + strings.ReplaceAll(ex, "\n", "\n  stderr: ")
+	if !srv.cfg.Network && len(srv.cfg.NetworkGrant) == 0 && !srv.cfg.Unconfined {
+		if mark := srv.stderr.networkFailure(); mark != "" {
+			n += fmt.Sprintf("\n  (%s: the server tried to reach a host, but its network is off; if it needs one, grant it by name in [mcp.%s]: network = [\"api.example.com\"] (or network = true, the host's whole network))", mark, srv.cfg.Name)
+		}
 	}
 	return n
+}
+
+// strayLine reports a line of the server's stdout that is not JSON-RPC and
+// was skipped: in a notice for the first maxStrayNotices of a process, then
+// once that the rest go to the debug log; every one is logged.
+func (srv *server) strayLine(gen uint64, start []byte, n int) {
+	srv.mu.Lock()
+	if srv.gen != gen {
+		srv.mu.Unlock()
+		return
+	}
+	srv.strays++
+	count := srv.strays
+	srv.mu.Unlock()
+	name := srv.cfg.Name
+	shown := strayText(start, n)
+	switch {
+	case count <= maxStrayNotices:
+		srv.sess.logger.Warn("server stdout line skipped", "server", name, "line", shown)
+		srv.sess.addNotice(fmt.Sprintf("server %s wrote a line to stdout that is not JSON-RPC; mcphost skipped it: %s", name, shown))
+	case count == maxStrayNotices+1:
+		srv.sess.logger.Debug("server stdout line skipped", "server", name, "line", shown)
+		srv.sess.addNotice(fmt.Sprintf("server %s writes more lines to stdout that are not JSON-RPC; mcphost skips them and logs them at debug level (it stops the server after %d such lines, or %d bytes, in a row)", name, maxStrayLines, maxStrayBytes))
+	default:
+		srv.sess.logger.Debug("server stdout line skipped", "server", name, "line", shown)
+	}
 }
 
 // stop ends a running server that broke one of mcphost's bounds, or sent
@@ -517,10 +588,7 @@ func (srv *server) exited(gen uint64) {
 	}
 	if wasRunning {
 		n := fmt.Sprintf("server %s exited (%s); its tools fail until Restart", srv.cfg.Name, printable(status, 300))
-		if tail := srv.stderr.Tail(5); tail != "" {
-			n += "\n  stderr: " + strings.ReplaceAll(tail, "\n", "\n  stderr: ")
-		}
-		srv.sess.addNotice(n)
+		srv.sess.addNotice(n + srv.stderrNotice())
 	}
 }
 

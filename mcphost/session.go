@@ -39,6 +39,13 @@ type Options struct {
 	// write grant of a confined server: a server that can open the state's
 	// lock file can hold the lock.
 	StateDir string
+	// HomeDir holds the private home directories of the servers whose
+	// home is HomePersist, one subdirectory per server name, each made
+	// (mode 0700) when its server starts. Default: "home" in the state
+	// directory. No server may be granted it or any directory above it
+	// (Connect refuses, as for the state directory); each server sees only
+	// its own, as its HOME.
+	HomeDir string
 	// ConfigFile is the path of the agent's config file, if it has one.
 	// Servers cannot write it even when it lies inside the worktree.
 	ConfigFile string
@@ -356,6 +363,12 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 		return nil, fmt.Errorf("mcphost: state dir: %w", err)
 	}
 	s.store = &pin.Store{Dir: s.opts.StateDir, LockTimeout: s.opts.LockTimeout}
+	if s.opts.HomeDir == "" {
+		s.opts.HomeDir = filepath.Join(s.opts.StateDir, "home")
+	}
+	if s.opts.HomeDir, err = filepath.Abs(s.opts.HomeDir); err != nil {
+		return nil, fmt.Errorf("mcphost: home dir: %w", err)
+	}
 	if s.opts.ConfigFile != "" {
 		if s.opts.ConfigFile, err = filepath.Abs(s.opts.ConfigFile); err != nil {
 			return nil, fmt.Errorf("mcphost: config file: %w", err)
@@ -474,22 +487,27 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 // every review (flock needs no write access), and read the reviewed
 // definitions; one that can write it could approve itself.
 func (s *Session) checkStateReach() error {
-	dir := s.opts.StateDir
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
 	var errs []error
-	for _, name := range s.order {
-		srv := s.servers[name]
-		// A grant that cannot be expanded fails that server's start.
-		key, _ := srv.reaches(dir)
-		switch {
-		case key == "worktree":
-			return fmt.Errorf("mcphost: %w: the state directory %s is inside the worktree %s, which servers can read and write; use a state directory outside it (the default, DefaultStateDir, is)",
-				ErrStateReachable, dir, s.worktree)
-		case key != "":
-			errs = append(errs, fmt.Errorf("mcphost: %w: %w", ErrStateReachable, &ConfigError{Table: "mcp." + name, Key: key, Msg: fmt.Sprintf(
-				"it grants the server the state directory %s: the server could hold the state's lock, or read or change the reviews; narrow the grant or use a state directory outside it", dir)}))
+	for _, d := range []struct{ what, dir, harm, option string }{
+		{"state directory", s.opts.StateDir, "the server could hold the state's lock, or read or change the reviews", "DefaultStateDir"},
+		{"directory of the servers' private homes", s.opts.HomeDir, "the server could read or change what other servers keep in their homes", "Options.HomeDir"},
+	} {
+		dir := d.dir
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		for _, name := range s.order {
+			srv := s.servers[name]
+			// A grant that cannot be expanded fails that server's start.
+			key, _ := srv.reaches(dir)
+			switch {
+			case key == "worktree":
+				return fmt.Errorf("mcphost: %w: the %s %s is inside the worktree %s, which servers can read and write; use a directory outside it (the default of %s is)",
+					ErrStateReachable, d.what, dir, s.worktree, d.option)
+			case key != "":
+				errs = append(errs, fmt.Errorf("mcphost: %w: %w", ErrStateReachable, &ConfigError{Table: "mcp." + name, Key: key, Msg: fmt.Sprintf(
+					"it grants the server the %s %s: %s; narrow the grant or use a directory outside it", d.what, dir, d.harm)}))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -165,8 +165,12 @@ func TestParallelStart(t *testing.T) {
 	start := time.Now()
 	s := e.connect(e.opts(), servers...)
 	took := time.Since(start)
-	if got := len(s.AllTools()); got != n*15 {
-		t.Errorf("%d tools; want %d", got, n*15)
+	perServer := map[string]int{}
+	for _, tool := range s.AllTools() {
+		perServer[tool.Server]++
+	}
+	if got := len(s.AllTools()); len(perServer) != n || perServer["s0"] < 13 || got != n*perServer["s0"] {
+		t.Errorf("%d tools of %d servers (%v); want %d servers with the same tools, at least 13 (notices %q)", got, len(perServer), perServer, n, s.Notices())
 	}
 	// Serial starts would take at least n*delay; this bound is loose on
 	// purpose (shared 2-core machines) but still proves overlap.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -15,6 +16,11 @@ const (
 	stderrTail = 16 << 10
 	// maxLogLine bounds one stderr line routed to the logger.
 	maxLogLine = 1 << 10
+	// A notice shows the last noticeLines lines of stderr, at most
+	// noticeBytes of them, and the first line that looks like an error
+	// when it is not among them.
+	noticeLines = 20
+	noticeBytes = 4 << 10
 )
 
 // stderrLog receives a server's stderr: it keeps a bounded tail for notices
@@ -25,11 +31,14 @@ type stderrLog struct {
 	server string
 	logger *slog.Logger
 
-	mu      sync.Mutex
-	tail    []byte // the last stderrTail bytes, at most
-	line    []byte // the current, unfinished line, at most maxLogLine
-	cut     bool   // the current line was cut
-	written int64
+	mu       sync.Mutex
+	tail     []byte // the last stderrTail bytes, at most
+	line     []byte // the current, unfinished line, at most maxLogLine
+	cut      bool   // the current line was cut
+	written  int64
+	firstErr string // the first line that looks like an error, "" until one is seen
+	lines    int64  // lines written so far
+	errLine  int64  // the line number of firstErr
 }
 
 func newStderrLog(server string, logger *slog.Logger) *stderrLog {
@@ -52,13 +61,16 @@ func (s *stderrLog) Write(p []byte) (int, error) {
 		s.tail = append(s.tail, p...)
 	}
 	debug := s.logger.Enabled(context.Background(), slog.LevelDebug)
-	for len(p) > 0 {
+	// Lines are gathered to be logged, and until one that looks like an
+	// error is seen (a server's first error is the one worth showing).
+	gather := debug || s.firstErr == ""
+	for len(p) > 0 && gather {
 		i := bytes.IndexByte(p, '\n')
 		chunk := p
 		if i >= 0 {
 			chunk = p[:i]
 		}
-		if debug {
+		{
 			if room := maxLogLine - len(s.line); room < len(chunk) {
 				s.line = append(s.line, chunk[:max(room, 0)]...)
 				s.cut = true
@@ -69,12 +81,35 @@ func (s *stderrLog) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
+		s.lines++
+		if s.firstErr == "" && looksLikeError(s.line) {
+			s.firstErr, s.errLine = printable(strings.ToValidUTF8(string(s.line), "\uFFFD"), 300), s.lines
+		}
 		if debug {
 			s.flushLine()
 		}
+		s.line, s.cut = s.line[:0], false
 		p = p[i+1:]
 	}
+	if !gather {
+		s.lines += int64(bytes.Count(p, []byte{'\n'}))
+	}
 	return n, nil
+}
+
+// errorMarks are what the first error line of common runtimes contains:
+// Node's "Error: ..." and "TypeError: ...", Python's traceback and
+// exception lines, Go's panic, .NET's unhandled exception, and the words
+// loggers use.
+var errorMarks = []string{"Error:", "Error [", "error:", "ERROR", "Exception", "Traceback", "panic:", "FATAL", "fatal:", "Fatal"}
+
+func looksLikeError(line []byte) bool {
+	for _, m := range errorMarks {
+		if bytes.Contains(line, []byte(m)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *stderrLog) flushLine() {
@@ -83,28 +118,64 @@ func (s *stderrLog) flushLine() {
 		line += " [cut]"
 	}
 	s.logger.Debug("server stderr", "server", s.server, "line", line)
-	s.line, s.cut = s.line[:0], false
 }
 
-// Tail returns the last n lines (at most) of what the server wrote, for a
-// notice. Control characters other than tab are shown as '?', so a server
-// cannot drive the person's terminal through a notice.
-func (s *stderrLog) Tail(n int) string {
+// Excerpt returns what a notice shows of the server's stderr: the last
+// noticeLines lines, at most noticeBytes of them (the last line alone is
+// cut to fit), preceded by the first line that looked like an error when
+// that one is not among them. Control characters other than tab are shown as '?', so a server cannot
+// drive the person's terminal through a notice.
+func (s *stderrLog) Excerpt() string {
 	s.mu.Lock()
 	t := string(s.tail)
+	first, errLine, lines := s.firstErr, s.errLine, s.lines
 	s.mu.Unlock()
 	t = strings.TrimRight(strings.ToValidUTF8(t, "\uFFFD"), "\n")
 	if t == "" {
 		return ""
 	}
-	lines := strings.Split(t, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	all := strings.Split(t, "\n")
+	var kept []string
+	size := 0
+	for i := len(all) - 1; i >= 0 && len(kept) < noticeLines; i-- {
+		l := printable(all[i], 300)
+		if size+len(l)+1 > noticeBytes {
+			if len(kept) == 0 {
+				kept = append(kept, printable(all[i], noticeBytes/4))
+			}
+			break
+		}
+		size += len(l) + 1
+		kept = append(kept, l)
 	}
-	for i, l := range lines {
-		lines[i] = printable(l, 200)
+	slices.Reverse(kept)
+	out := strings.Join(kept, "\n")
+	// The lines kept are the last len(kept) of the lines written (the
+	// last one maybe unfinished).
+	if first != "" && errLine <= lines-int64(len(kept))+1 && !strings.Contains(out, first) {
+		out = first + "\n…\n" + out
 	}
-	return strings.Join(lines, "\n")
+	return out
+}
+
+// networkMarks are what a runtime writes when it cannot resolve or reach a
+// host: Node's and libuv's error codes, glibc's and Python's messages, and
+// the errno text of a socket the sandbox refused.
+var networkMarks = []string{"ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ENETUNREACH", "EHOSTUNREACH", "EAFNOSUPPORT",
+	"getaddrinfo", "Temporary failure in name resolution", "Name or service not known", "Network is unreachable",
+	"network is unreachable", "Address family not supported", "address family not supported", "fetch failed"}
+
+// networkFailure returns the first network failure mark in the kept
+// stderr, or "".
+func (s *stderrLog) networkFailure() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range networkMarks {
+		if bytes.Contains(s.tail, []byte(m)) {
+			return m
+		}
+	}
+	return ""
 }
 
 // Written reports how many bytes the server has written to stderr.

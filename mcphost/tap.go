@@ -57,6 +57,9 @@ type listTap struct {
 	// a call could return, and forget its token, before its last
 	// notification was handled).
 	progress func(params json.RawMessage)
+	// stray, if set, is called for each line of stdout that is not
+	// JSON-RPC, as stdoutReader.stray is.
+	stray func(start []byte, n, row int)
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]bool
@@ -121,18 +124,67 @@ func newTapTransport(stdin io.WriteCloser, stdout io.ReadCloser, limit int, tap 
 	return &tapTransport{stdin: &stdinWriter{f: f, n: -1}, stdout: stdout, limit: limit, tap: tap}, nil
 }
 
+// Connect returns the connection. Its writes go through the go-sdk's stdio
+// transport; its reads do not: the go-sdk's reader ends the connection at
+// the first line that is not JSON, and real servers print such lines. The
+// connection reads with a stdoutReader instead, and the go-sdk's transport
+// is given a reader that yields nothing until it is closed.
 func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	inner := &mcp.IOTransport{Reader: t.stdout, Writer: t.stdin, MaxLineLength: t.limit}
+	idle, idleW := io.Pipe()
+	inner := &mcp.IOTransport{Reader: idle, Writer: t.stdin, MaxLineLength: t.limit}
 	c, err := inner.Connect(ctx)
 	if err != nil {
+		idleW.Close()
 		return nil, err
 	}
-	conn := &tapConn{Connection: c, tap: t.tap, stdin: t.stdin, wsem: make(chan struct{}, 1),
-		cancelled: make(chan struct{}, 1), inflight: map[jsonrpc.ID]bool{}, side: map[string]chan *jsonrpc.Response{}}
+	stray := t.tap.stray
+	if stray == nil {
+		stray = func([]byte, int, int) {}
+	}
+	tc := &tapConn{Connection: c, tap: t.tap, stdin: t.stdin, wsem: make(chan struct{}, 1),
+		cancelled: make(chan struct{}, 1), inflight: map[jsonrpc.ID]bool{}, stdout: t.stdout, idle: idleW,
+		incoming: make(chan readResult), closed: make(chan struct{}), side: map[string]chan *jsonrpc.Response{}}
 	t.tap.mu.Lock()
-	t.tap.conn = conn
+	t.tap.conn = tc
 	t.tap.mu.Unlock()
-	return conn, nil
+	go tc.readLoop(newStdoutReader(t.stdout, t.limit, stray))
+	return tc, nil
+}
+
+// readResult is one message read from the server, or why there is none.
+type readResult struct {
+	msg jsonrpc.Message
+	err error
+}
+
+// readLoop reads the server's messages until an error, handing each to
+// Read. It ends when the connection is closed (Close closes stdout, which
+// ends a blocked read).
+func (c *tapConn) readLoop(r *stdoutReader) {
+	for {
+		msg, err := r.read()
+		select {
+		case c.incoming <- readResult{msg, err}:
+		case <-c.closed:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Close closes the go-sdk's transport (the server's stdin), and the
+// server's stdout, which ends the read loop.
+func (c *tapConn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		err = c.Connection.Close()
+		c.idle.Close()
+		c.stdout.Close()
+	})
+	return err
 }
 
 type tapConn struct {
@@ -143,12 +195,38 @@ type tapConn struct {
 	// cancelled gets a value when cancelWrite has run (buffered, 1).
 	cancelled chan struct{}
 
-	mu       sync.Mutex
-	inflight map[jsonrpc.ID]bool // requests from the server not yet answered
-	stopped  bool
-	sideSeq  uint64
-	side     map[string]chan *jsonrpc.Response // mcphost's own requests in flight, by ID
-	closed   bool                              // reading ended: no side answer will come
+	stdout    io.Closer
+	idle      *io.PipeWriter // the go-sdk transport's reader's other end
+	incoming  chan readResult
+	closed    chan struct{}
+	closeOnce sync.Once
+	readErr   error // the error that ended reading; then every Read returns it
+
+	mu         sync.Mutex
+	inflight   map[jsonrpc.ID]bool // requests from the server not yet answered
+	stopped    bool
+	sideSeq    uint64
+	side       map[string]chan *jsonrpc.Response // mcphost's own requests in flight, by ID
+	sideClosed bool                              // reading ended: no side answer will come
+}
+
+// next returns the next message of the read loop. Reads are serialized by
+// the go-sdk.
+func (c *tapConn) next(ctx context.Context) (jsonrpc.Message, error) {
+	if c.readErr != nil {
+		return nil, c.readErr
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
+	case r := <-c.incoming:
+		if r.err != nil {
+			c.readErr = r.err
+		}
+		return r.msg, r.err
+	}
 }
 
 // sidePrefix starts the IDs of the requests mcphost makes itself, beside
@@ -165,7 +243,7 @@ func (c *tapConn) request(ctx context.Context, method string, params any) (json.
 		return nil, err
 	}
 	c.mu.Lock()
-	if c.closed {
+	if c.sideClosed {
 		c.mu.Unlock()
 		return nil, mcp.ErrConnectionClosed
 	}
@@ -226,10 +304,10 @@ func (c *tapConn) takeSide(resp *jsonrpc.Response) bool {
 func (c *tapConn) endSide() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.sideClosed {
 		return
 	}
-	c.closed = true
+	c.sideClosed = true
 	for _, ch := range c.side {
 		close(ch)
 	}
@@ -335,7 +413,11 @@ func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *tapConn) read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
+	msg, err := c.next(ctx)
+	if errors.Is(err, errStrayFlood) {
+		c.halt(err)
+		return nil, fmt.Errorf("%w: %w", errStopped, err)
+	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, os.ErrClosed) {
 		// The server sent what cannot be read (garbage, a message over
 		// the size limit): the go-sdk closes the connection; say why.

@@ -28,7 +28,7 @@ func BenchmarkBuildSpec(b *testing.B) {
 		HostEnv: []string{"PATH=/usr/bin:/bin", "HOME=" + b.TempDir()}}
 	tmp := b.TempDir()
 	for b.Loop() {
-		if _, err := buildSpec(&cfg, cfg.HostEnv, tmp); err != nil {
+		if _, err := buildSpec(&cfg, cfg.HostEnv, tmp, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

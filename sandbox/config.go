@@ -26,6 +26,14 @@ func checkConfig(cfg *Config) error {
 	if err := checkAbsPath("worktree", cfg.Worktree); err != nil {
 		return err
 	}
+	if cfg.Home != "" {
+		if cfg.TempHome {
+			return errors.New("both a home directory and a temporary one")
+		}
+		if err := checkAbsPath("home directory", cfg.Home); err != nil {
+			return err
+		}
+	}
 	for _, p := range cfg.Read {
 		if err := checkAbsPath("read path", p); err != nil {
 			return err

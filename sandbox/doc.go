@@ -106,10 +106,27 @@
 // RESOLVE_NO_SYMLINKS) and mounts and adds Landlock rules by descriptor, so
 // a link swapped in after the host's check is refused too.
 //
+// Home. By default the home directory is there, empty and read-only. With
+// Config.Home (or TempHome) the server gets a private home instead: a
+// directory of the host's, outside the worktree, bound writable at the path
+// of its HOME, so that programs that keep settings and caches in ~ work and
+// what they write lands in that directory, never in the person's home.
+// Read and Write paths beneath HOME (a dotfile such as ~/.gitconfig, the
+// worktree) are bound on top of it, the read ones read-only and immovable
+// (EROFS, EBUSY), their mount points made by the host in the private home
+// without following links. Each server needs a home of its own: one that
+// is, contains or lies beneath a path another server may write is the
+// caller's mistake this package cannot see, except for the worktree and
+// Write paths, which it refuses. In the reduced tier, which has no mount
+// namespace, the private home is granted at its own path and HOME names it.
+//
 // Network namespace and seccomp. With Network false the server gets a new
 // network namespace with only a loopback that is down, and a seccomp filter
 // that fails socket(2) for any family but AF_UNIX with EAFNOSUPPORT (TCP,
-// UDP, MPTCP, raw, packet, netlink). With Network true it shares the host's
+// UDP, MPTCP, raw, packet, netlink), except netlink's NETLINK_ROUTE: listing
+// the network interfaces (which Node, .NET and getifaddrs(3) do at start)
+// works and shows the down loopback, and changing a link, address or route
+// fails for want of CAP_NET_ADMIN. With Network true it shares the host's
 // network. With a Proxy (network by name) it keeps the empty namespace, but
 // the helper brings its loopback up and listens on 127.0.0.1:ProxyPort,
 // handing the listening socket to the host, whose Proxy serves every

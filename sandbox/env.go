@@ -90,3 +90,18 @@ func envValue(env []string, name string) (string, bool) {
 	}
 	return val, found
 }
+
+// setEnv returns env (sorted "k=v" entries, as buildEnv makes) with name
+// set to value, replacing every earlier entry of name.
+func setEnv(env []string, name, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok && k == name {
+			continue
+		}
+		out = append(out, kv)
+	}
+	out = append(out, name+"="+value)
+	sort.Strings(out)
+	return out
+}

@@ -170,16 +170,9 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 		h.fail(unsupportedStep("pid namespace", fmt.Errorf("the helper is pid %d, not 1", os.Getpid())))
 		return exitNoConfin
 	}
-	abi, err := landlockABI()
+	abi, err := confinementABI(s)
 	if err != nil {
-		h.fail(unsupportedStep("landlock", err))
-		return exitNoConfin
-	}
-	if s.MaxABI > 0 && abi > s.MaxABI {
-		abi = s.MaxABI
-	}
-	if !seccompSupported {
-		h.fail(unsupportedStep("seccomp", fmt.Errorf("no filter for GOARCH=%s", runtime.GOARCH)))
+		h.fail(err)
 		return exitNoConfin
 	}
 	// Join the server's cgroups first, while the host's /sys is in view,
@@ -241,16 +234,9 @@ func (h *helper) runReduced(s *spec, lifeline *os.File) int {
 		h.fail(failedStep("prctl(PR_SET_CHILD_SUBREAPER)", err))
 		return exitNoConfin
 	}
-	abi, err := landlockABI()
+	abi, err := confinementABI(s)
 	if err != nil {
-		h.fail(unsupportedStep("landlock", err))
-		return exitNoConfin
-	}
-	if s.MaxABI > 0 && abi > s.MaxABI {
-		abi = s.MaxABI
-	}
-	if !seccompSupported {
-		h.fail(unsupportedStep("seccomp", fmt.Errorf("no filter for GOARCH=%s", runtime.GOARCH)))
+		h.fail(err)
 		return exitNoConfin
 	}
 	rules, err := openRules(s)
@@ -269,6 +255,22 @@ func (h *helper) runReduced(s *spec, lifeline *os.File) int {
 		return 0
 	}
 	return h.supervise(pid, conf, lifeline, false)
+}
+
+// confinementABI returns the Landlock ABI to use for s (the kernel's, or
+// s.MaxABI if lower), or why this helper cannot confine at all.
+func confinementABI(s *spec) (int, error) {
+	abi, err := landlockABI()
+	if err != nil {
+		return 0, unsupportedStep("landlock", err)
+	}
+	if s.MaxABI > 0 && abi > s.MaxABI {
+		abi = s.MaxABI
+	}
+	if !seccompSupported {
+		return 0, unsupportedStep("seccomp", fmt.Errorf("no filter for GOARCH=%s", runtime.GOARCH))
+	}
+	return abi, nil
 }
 
 // startConfined confines one locked thread and starts the server from it.
@@ -337,6 +339,7 @@ func confineAndStart(s *spec, rules []llRule, abi int) (int, error) {
 		net:            s.access(),
 		pathUnix:       !s.Reduced || abi >= 9,
 		ownProcessOnly: s.Reduced,
+		ownNetNS:       !s.Reduced,
 	}); err != nil {
 		return 0, unsupportedStep("seccomp", err)
 	}

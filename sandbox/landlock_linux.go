@@ -222,6 +222,9 @@ func openRules(s *spec) (rules []llRule, err error) {
 	for _, p := range s.Write {
 		grants = append(grants, grant{p, ^uint64(0), true})
 	}
+	if s.Home != "" {
+		grants = append(grants, grant{s.Home, ^uint64(0), true})
+	}
 	for _, p := range deviceFiles() {
 		grants = append(grants, grant{p, llDeviceRights, false})
 	}

@@ -73,7 +73,7 @@ func applyMounts(plan mountPlan, idmapped map[string]int) error {
 			return failedStep("binding writable "+w, err)
 		}
 	}
-	if err := readOnlyExcept(append([]string{"/proc", "/dev/shm"}, plan.Writable...)); err != nil {
+	if err := readOnlyExcept(append([]string{"/proc", "/dev/shm"}, plan.Writable...), plan.Home); err != nil {
 		return err
 	}
 	for _, d := range plan.Pin {
@@ -161,12 +161,25 @@ func enterNewRoot(plan mountPlan, idmapped map[string]int) error {
 	}
 	sort.Strings(idm)
 	for _, p := range idm {
+		if p == plan.HomeSource {
+			continue // bound at plan.Home, below
+		}
 		fd, err := unix.Dup(idmapped[p])
 		if err != nil {
 			return failedStep("binding "+p, err)
 		}
 		sources = append(sources, source{p, fd, true})
 	}
+	if plan.Home != "" {
+		s, err := homeSource(plan, idmapped)
+		if err != nil {
+			return failedStep("binding the home directory "+plan.Home, err)
+		}
+		sources = append(sources, source{plan.Home, s.fd, s.idmapped})
+	}
+	// Outer paths first: a bind goes on top of those it lies in (the
+	// private home holds the worktree when HOME does on the host).
+	sort.SliceStable(sources, func(i, j int) bool { return sources[i].path < sources[j].path })
 
 	if err := withPath(rootScratch, func(fd int) error {
 		return unix.Mount("tmpfs", fdPath(fd), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096")
@@ -268,6 +281,23 @@ func enterNewRoot(plan mountPlan, idmapped map[string]int) error {
 	return unix.Chdir("/")
 }
 
+// homeFD is the tree bound as the server's private home.
+type homeFD struct {
+	fd       int
+	idmapped bool
+}
+
+// homeSource opens the tree to bind at plan.Home: the idmapped tree the
+// host passed for plan.HomeSource (a root host's), or HomeSource itself.
+func homeSource(plan mountPlan, idmapped map[string]int) (homeFD, error) {
+	if fd, ok := idmapped[plan.HomeSource]; ok {
+		d, err := unix.Dup(fd)
+		return homeFD{d, true}, err
+	}
+	fd, err := openNoSymlinks(plan.HomeSource)
+	return homeFD{fd, false}, err
+}
+
 // withPath opens p without following symbolic links and calls f with the
 // descriptor.
 func withPath(p string, f func(fd int) error) error {
@@ -366,8 +396,9 @@ func makeMountPoint(root int, p string, isDir bool) (int, error) {
 
 // readOnlyExcept makes every mount of the namespace read-only except those
 // at or beneath the writable roots, whose flags stay as the host has them
-// (a read-only filesystem inside the worktree stays read-only).
-func readOnlyExcept(writable []string) error {
+// (a read-only filesystem inside the worktree stays read-only), and the
+// private home itself (not what is mounted beneath it), if home is not "".
+func readOnlyExcept(writable []string, home string) error {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return unsupportedStep("reading mountinfo", err)
@@ -379,7 +410,7 @@ func readOnlyExcept(writable []string) error {
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	for _, mp := range mps {
-		if underAny(mp, writable) {
+		if underAny(mp, writable) || (home != "" && mp == home) {
 			continue
 		}
 		// mount_setattr acts on the topmost mount at mp. A mount point

@@ -35,6 +35,12 @@ type mountPlan struct {
 	Tmp      string
 	TmpSize  int64
 	TmpOwner uint32
+	// Home, when not empty, is the server's private home directory in the
+	// view, bound from HomeSource on the host before any bind beneath it
+	// (whose mount points the host made in HomeSource), writable. Mounts
+	// beneath it are made read-only unless they lie in Writable: a read
+	// grant such as ~/.gitconfig stays read-only in a writable home.
+	Home, HomeSource string
 	// Writable are the writable roots, each bound onto itself so that it
 	// stays writable when every other mount is made read-only.
 	Writable []string
@@ -79,16 +85,25 @@ func planMounts(s *spec) (mountPlan, error) {
 			}
 			p.Links[l] = target
 		}
+		if s.Home != "" {
+			if underAny(s.Home, p.Binds) || underAny(s.Home, []string{"/proc", "/dev"}) {
+				return mountPlan{}, fmt.Errorf("home %s lies in a granted or system path", s.Home)
+			}
+			p.Home, p.HomeSource = s.Home, s.HomeSource
+		}
 		for _, h := range outermost(s.Hide) {
 			if h == "/" {
 				return mountPlan{}, fmt.Errorf("cannot hide /")
 			}
-			if underAny(h, p.Binds) || p.Links[h] != "" {
+			if underAny(h, p.Binds) || p.Links[h] != "" || (p.Home != "" && isUnder(h, p.Home)) {
 				continue
 			}
 			p.Empty = append(p.Empty, h)
 		}
 		sort.Strings(p.Empty)
+	}
+	if s.Home != "" && !p.NewRoot {
+		return mountPlan{}, fmt.Errorf("home %s needs a new root, but / is granted", s.Home)
 	}
 	p.Writable = outermost(s.Write)
 

@@ -79,13 +79,30 @@ type Config struct {
 	PeerWrite []string
 	// Network false (the default) gives the server no network at all:
 	// no TCP, UDP, MPTCP, raw, packet or netlink socket, only unix
-	// sockets. True gives it the host's network.
+	// sockets and a NETLINK_ROUTE socket that lists the interfaces of its
+	// empty network namespace. True gives it the host's network.
 	Network bool
 	// RequireFull makes Start fail with ErrUnsupported rather than confine
 	// the server in the reduced tier, where the host may not create user
 	// namespaces (`sandbox = "full"`). See Process.Lacks for what that
 	// tier lacks.
 	RequireFull bool
+	// Home, when not empty, is a directory of the host's (absolute,
+	// existing) that the server gets as its home directory, writable: it
+	// is bound at the path of the server's HOME, so that ~ is where the
+	// server expects it and holds only what the server wrote there, with
+	// Read and Write paths that lie beneath HOME (a dotfile, the worktree)
+	// bound on top of it; the host's own home directory stays out of
+	// sight. Start makes the mount points of those paths in Home. Where
+	// HOME is unset, not absolute, or lies in a system or granted path,
+	// Home is shown at its own path and HOME is set to it. Home must lie
+	// outside the worktree and the Write paths, and must neither be nor
+	// contain the host's home directory; each server needs its own.
+	Home string
+	// TempHome gives the server, as Home does, a fresh empty home
+	// directory that Close removes (named mcphost-NAME-home-*, in the
+	// host's temporary directory). It excludes Home.
+	TempHome bool
 	// Proxy, when not nil and Network is false, gives the server the
 	// network through Proxy alone: the server keeps its empty network
 	// namespace, whose loopback is brought up with one listener on
@@ -99,7 +116,8 @@ type Config struct {
 	Proxy Proxy
 	// Off runs the server unconfined: only the scrubbed environment, the
 	// private TMPDIR and the lifetime guarantees remain (Read, Write,
-	// Protect, Network and Proxy are ignored). It is the user's explicit
+	// Protect, Network, Proxy, Home and TempHome are ignored: HOME is the
+	// host's). It is the user's explicit
 	// `sandbox = "off"`, a risk; Confinement then reports "none".
 	Off bool
 	// Limits bound the server's processes, memory and temporary space;
@@ -121,6 +139,7 @@ type Process struct {
 	stdout      *os.File
 	confinement string
 	tempDir     string
+	tempHome    string // removed by Close too, if not ""
 	helper      *os.Process
 	// lifeline is the host's end of the spec pipe. The helper ends the
 	// server when it reads EOF: when Close closes it, or when the host
@@ -273,6 +292,11 @@ func (p *Process) close(grace time.Duration) error {
 	if p.tempDir != "" {
 		if err := removeAll(p.tempDir); err != nil {
 			errs = append(errs, fmt.Errorf("removing the temporary directory: %w", err))
+		}
+	}
+	if p.tempHome != "" {
+		if err := removeAll(p.tempHome); err != nil {
+			errs = append(errs, fmt.Errorf("removing the temporary home directory: %w", err))
 		}
 	}
 	if len(errs) > 0 {

@@ -96,6 +96,7 @@ func reduce(sp *spec) error {
 	}
 	sp.Reduced = true
 	sp.Hide, sp.Links, sp.Tmp, sp.TmpSize = nil, nil, "", 0
+	reduceHome(sp)
 	// RLIMIT_NPROC would count every process of the user, not the
 	// server's: only the per-process memory bound is kept.
 	sp.NProc = 0
@@ -107,6 +108,18 @@ func reduce(sp *spec) error {
 	sp.Read = append(sp.Read, read...)
 	sp.Protect = nil
 	return nil
+}
+
+// reduceHome gives the server of sp its private home, if any, without a
+// mount namespace: at its own path, as a writable path, with HOME naming
+// it. Read grants beneath the host's HOME stay at their own paths.
+func reduceHome(sp *spec) {
+	if sp.Home == "" {
+		return
+	}
+	sp.Write = outermost(append(sp.Write, sp.HomeSource))
+	sp.Env = setEnv(sp.Env, "HOME", sp.HomeSource)
+	sp.Home, sp.HomeSource = "", ""
 }
 
 // splitWritable returns the paths to grant writable and the extra ones to
@@ -174,6 +187,7 @@ func reducedLacks(abi int, network bool) []string {
 		"no mount namespace: paths outside its grants can be seen with stat (not read or written)",
 		"it can change the mode, times and extended attributes of your files, protected ones (.git) included (Landlock does not mediate them)",
 		"no private /dev/shm (it is not granted)",
+		"its private home is at its own path (HOME names it), not at your home's: a dotfile granted with read stays at its own path",
 		"limits: private memory per process only (shared memory is not bounded); processes and TMPDIR not bounded",
 		"around a protected path (.git, the config) it cannot create, remove or rename entries directly in the directories above it",
 	}

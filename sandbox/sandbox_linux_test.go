@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -180,8 +181,9 @@ func TestLandlockABIs(t *testing.T) {
 	}
 }
 
-// TestNetworkOff: no TCP, UDP, MPTCP, raw, packet or netlink socket leaves
-// a server without network; unix sockets in its worktree still work.
+// TestNetworkOff: no TCP, UDP, MPTCP, raw, packet or netlink socket but
+// NETLINK_ROUTE leaves a server without network; unix sockets in its
+// worktree still work, and listing interfaces shows only a down loopback.
 func TestNetworkOff(t *testing.T) {
 	requireConfinement(t)
 	tcp, tcpGot := listenTCP(t)
@@ -201,11 +203,27 @@ func TestNetworkOff(t *testing.T) {
 		{name: "mptcp socket", op: "socket", args: []string{afInet, sockStream, "262"}, errnos: []string{"EAFNOSUPPORT"}},
 		{name: "raw socket", op: "socket", args: []string{afInet, sockRaw, "1"}, errnos: []string{"EAFNOSUPPORT"}},
 		{name: "packet socket", op: "socket", args: []string{afPacket, sockRaw, "0"}, errnos: []string{"EAFNOSUPPORT"}},
-		{name: "netlink socket", op: "socket", args: []string{afNetlink, sockRaw, "0"}, errnos: []string{"EAFNOSUPPORT"}},
+		// NETLINK_ROUTE (0) is allowed, for listing interfaces; every
+		// other netlink protocol is not.
+		{name: "netlink route socket", op: "socket", args: []string{afNetlink, sockRaw, "0"}, ok: true},
+		{name: "netlink route dgram socket", op: "socket", args: []string{afNetlink, sockDgram, "0"}, ok: true},
+		{name: "netlink sock_diag socket", op: "socket", args: []string{afNetlink, sockRaw, "4"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "netlink audit socket", op: "socket", args: []string{afNetlink, sockRaw, "9"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "netlink netfilter socket", op: "socket", args: []string{afNetlink, sockRaw, "12"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "netlink uevent socket", op: "socket", args: []string{afNetlink, sockDgram, "15"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "netlink generic socket", op: "socket", args: []string{afNetlink, sockRaw, "16"}, errnos: []string{"EAFNOSUPPORT"}},
+		{name: "netlink socketpair", op: "socketpair", args: []string{afNetlink, sockRaw, "0"}, errnos: []string{"EAFNOSUPPORT"}},
+		// A route socket can change nothing: no CAP_NET_ADMIN.
+		{name: "netlink set link up", op: "setlink-up", errnos: []string{"EPERM"}},
 		{name: "unix socket", op: "socket", args: []string{afUnix, sockStream, "0"}, ok: true},
 		{name: "listen in the worktree", op: "listen-unix", args: []string{filepath.Join(wt, "s.sock")}, ok: true},
 		{name: "connect in the worktree", op: "unix", args: []string{filepath.Join(wt, "s.sock")}, ok: true},
 	})
+	// Listing interfaces works and shows only the namespace's loopback,
+	// down, without addresses.
+	if got := s.must("interfaces").Out; got != "lo up=false addrs=0" {
+		t.Errorf("interfaces: %q, want only a loopback that is down", got)
+	}
 	if n := tcpGot(); n != 0 {
 		t.Errorf("the TCP listener accepted %d connections", n)
 	}
@@ -1149,7 +1167,7 @@ func TestHelperMarker(t *testing.T) {
 }
 
 // TestNonRoot: as an ordinary user (nobody), the server is confined
-// through a user namespace.
+// through a user namespace, and writes its private home.
 func TestNonRoot(t *testing.T) {
 	requireConfinement(t)
 	if os.Getuid() != 0 {
@@ -1172,6 +1190,7 @@ func TestNonRoot(t *testing.T) {
 	}
 	wt := mk("mcphost-nonroot-wt-")
 	home := mk("mcphost-nonroot-home-")
+	privateHome := mk("mcphost-nonroot-private-home-")
 	secret := filepath.Join(home, "secret")
 	mkfile(t, secret, "SECRET")
 	os.Chown(secret, nobody, nobody)
@@ -1183,8 +1202,9 @@ func TestNonRoot(t *testing.T) {
 		{"op":"write","args":["/etc/mcphost-planted"]},
 		{"op":"readdir","args":["/var"]},
 		{"op":"tcp","args":[%q]},
-		{"op":"status"}]`, filepath.Join(wt, "x"), secret, tcp)
-	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-home", home, "-ops", ops)
+		{"op":"write","args":[%q]},
+		{"op":"status"}]`, filepath.Join(wt, "x"), secret, tcp, filepath.Join(home, "h"))
+	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-home", home, "-private-home", privateHome, "-ops", ops)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
 	cmd.Dir = wt
@@ -1198,19 +1218,25 @@ func TestNonRoot(t *testing.T) {
 		t.Fatalf("host fixture as nobody: %v\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 9 || lines[8] != "ready" {
+	if len(lines) != 10 || lines[9] != "ready" {
 		t.Fatalf("host fixture output:\n%s\nstderr: %s", out, stderr.String())
 	}
 	if !strings.Contains(lines[0], "+userns+") {
 		t.Errorf("%s: want a user namespace", lines[0])
 	}
-	want := []bool{true, false, false, false, false, true}
+	want := []bool{true, false, false, false, false, true, true}
 	for i, w := range want {
 		if ok := strings.HasPrefix(lines[i+2], `{"ok":true`); ok != w {
 			t.Errorf("request %d: %s, want ok=%v", i, lines[i+2], w)
 		}
 	}
-	status := lines[7]
+	if _, err := os.Stat(filepath.Join(privateHome, "h")); err != nil {
+		t.Errorf("the server's file in its home: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "h")); err == nil {
+		t.Error("the server wrote the real home")
+	}
+	status := lines[8]
 	for _, want := range []string{`CapEff:\t0000000000000000`, `CapBnd:\t0000000000000000`, `NoNewPrivs:\t1`, `Uid:\t65534`} {
 		if !strings.Contains(status, want) {
 			t.Errorf("status lacks %s: %s", want, status)
@@ -1258,6 +1284,7 @@ func TestReducedTier(t *testing.T) {
 	}
 	wt := mk("mcphost-reduced-wt-")
 	home := mk("mcphost-reduced-home-")
+	privateHome := mk("mcphost-reduced-private-home-")
 	secret := filepath.Join(home, "secret")
 	mkfile(t, secret, "SECRET")
 	os.Chown(secret, nobody, nobody)
@@ -1276,7 +1303,7 @@ func TestReducedTier(t *testing.T) {
 	}
 
 	run := func(t *testing.T, full bool, ops string, extra ...string) ([]string, string, error) {
-		args := []string{"-hostile", hostilePath(), "-worktree", wt, "-home", home, "-no-userns", strconv.Itoa(nobody), "-protect", gitDir, "-ops", ops}
+		args := []string{"-hostile", hostilePath(), "-worktree", wt, "-home", home, "-no-userns", strconv.Itoa(nobody), "-protect", gitDir, "-private-home", privateHome, "-ops", ops}
 		args = append(args, extra...)
 		if full {
 			args = append(args, "-full")
@@ -1337,9 +1364,11 @@ func TestReducedTier(t *testing.T) {
 		{"op":"userns"},
 		{"op":"daemon","args":[%q]},
 		{"op":"wait-file","args":[%q]},
+		{"op":"socket","args":["16","3","0"]},
+		{"op":"write","args":[%q]},
 		{"op":"status"}]`,
 		filepath.Join(wt, "src", "new"), secret, filepath.Join(home, "planted"), tcp, bus,
-		filepath.Join(gitDir, "config"), gitDir, filepath.Join(wt, "gone"), filepath.Join(wt, "src", "suid"), beat, beat)
+		filepath.Join(gitDir, "config"), gitDir, filepath.Join(wt, "gone"), filepath.Join(wt, "src", "suid"), beat, beat, filepath.Join(privateHome, "h"))
 	lines, stderr, err := run(t, false, ops)
 	if err != nil {
 		t.Fatalf("host fixture: %v\n%s", err, stderr)
@@ -1373,8 +1402,9 @@ func TestReducedTier(t *testing.T) {
 	}
 	names := []string{"write its worktree", "read a secret in HOME", "write /etc", "write HOME", "reach a TCP listener",
 		"reach a unix socket outside its grants", "write the protected .git", "rename the protected .git", "read the helper's environment",
-		"take the helper's descriptors", "renice the helper", "leave a set-user-ID program", "create a user namespace", "leave a daemon", "see it run", "status"}
-	want := []bool{true, false, false, false, false, false, false, false, false, false, false, false, false, true, true, true}
+		"take the helper's descriptors", "renice the helper", "leave a set-user-ID program", "create a user namespace", "leave a daemon", "see it run",
+		"open a NETLINK_ROUTE socket (the host's network namespace)", "write its private home", "status"}
+	want := []bool{true, false, false, false, false, false, false, false, false, false, false, false, false, true, true, false, true, true}
 	if len(replies) != len(want) {
 		t.Fatalf("replies %q\nstderr: %s", replies, stderr)
 	}
@@ -1384,7 +1414,7 @@ func TestReducedTier(t *testing.T) {
 		}
 	}
 	for _, w := range []string{`NoNewPrivs:\t1`, `Seccomp:\t2`, `CapEff:\t0000000000000000`} {
-		if !strings.Contains(replies[15], w) {
+		if !strings.Contains(replies[17], w) {
 			t.Errorf("status lacks %s", w)
 		}
 	}
@@ -1511,4 +1541,126 @@ func TestLeakedDescriptors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPrivateHome: a server with Home writes ~ at the path of HOME, and what
+// it writes lands in its own directory on the host; the real home stays out
+// of sight and unwritten; a dotfile granted with Read shows through
+// read-only; a worktree beneath HOME is still writable; a second server with
+// another home sees nothing of the first's. TempHome is removed by Close.
+func TestPrivateHome(t *testing.T) {
+	requireConfinement(t)
+	realHome := t.TempDir()
+	mkfile(t, filepath.Join(realHome, ".ssh", "id_ed25519"), "SECRET")
+	gitconfig := filepath.Join(realHome, ".gitconfig")
+	mkfile(t, gitconfig, "[user]\n\tname = me\n")
+	wt := filepath.Join(realHome, "src", "proj")
+	if err := os.MkdirAll(wt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	homeA := filepath.Join(state, "home", "a")
+	homeB := filepath.Join(state, "home", "b")
+	for _, d := range []string{homeA, homeB} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + realHome}
+	a := startHostile(t, Config{Name: "a", Worktree: wt, HostEnv: env, Home: homeA, Read: []string{gitconfig}})
+	cache := filepath.Join(realHome, ".cache", "a", "settings.json")
+	if got := a.must("env").Out; !slices.Contains(strings.Split(got, "\n"), "HOME="+realHome) {
+		t.Errorf("HOME is not the host's HOME path in the server's env:\n%s", got)
+	}
+	a.check(t, []op{
+		{name: "mkdir under HOME", op: "mkdir", args: []string{filepath.Join(realHome, ".cache")}, ok: true},
+		{name: "mkdir deeper", op: "mkdir", args: []string{filepath.Join(realHome, ".cache", "a")}, ok: true},
+		{name: "write under HOME", op: "write", args: []string{cache}, ok: true},
+		{name: "read the granted dotfile", op: "read", args: []string{gitconfig}, ok: true},
+		{name: "write the granted dotfile", op: "write", args: []string{gitconfig}, errnos: []string{"EROFS"}},
+		{name: "truncate the granted dotfile", op: "truncate", args: []string{gitconfig}, errnos: []string{"EROFS"}},
+		{name: "chmod the granted dotfile", op: "chmod", args: []string{gitconfig}, errnos: []string{"EROFS"}},
+		{name: "replace the granted dotfile", op: "rename", args: []string{filepath.Join(realHome, ".cache", "a", "settings.json"), gitconfig}, errnos: []string{"EBUSY", "EXDEV"}},
+		{name: "remove the granted dotfile", op: "remove", args: []string{gitconfig}, errnos: []string{"EBUSY"}},
+		{name: "read a secret of the real home", op: "read", args: []string{filepath.Join(realHome, ".ssh", "id_ed25519")}, errnos: []string{"ENOENT"}},
+		{name: "write the worktree beneath HOME", op: "write", args: []string{filepath.Join(wt, "out")}, ok: true},
+		{name: "read the private home's own path", op: "readdir", args: []string{homeA}, errnos: []string{"ENOENT"}},
+	})
+	if got, err := os.ReadFile(filepath.Join(homeA, ".cache", "a", "settings.json")); err != nil || string(got) != "hostile\n" {
+		t.Errorf("the private home on the host holds %q, %v; want the server's file", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(realHome, ".cache")); err == nil {
+		t.Error("the server wrote the real home")
+	}
+	if got, _ := os.ReadFile(gitconfig); string(got) != "[user]\n\tname = me\n" {
+		t.Errorf("the real .gitconfig is now %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(wt, "out")); string(got) != "hostile\n" {
+		t.Errorf("the worktree file is %q", got)
+	}
+
+	b := startHostile(t, Config{Name: "b", Worktree: t.TempDir(), HostEnv: env, Home: homeB})
+	b.check(t, []op{
+		{name: "read the other server's home file", op: "read", args: []string{cache}, errnos: []string{"ENOENT"}},
+		{name: "read the other server's home by its path", op: "readdir", args: []string{homeA}, errnos: []string{"ENOENT"}},
+		{name: "write its own home", op: "write", args: []string{filepath.Join(realHome, "b")}, ok: true},
+	})
+
+	c := startHostile(t, Config{Name: "c", Worktree: t.TempDir(), HostEnv: env, TempHome: true})
+	c.must("write", filepath.Join(realHome, "c"))
+	var temp string
+	for _, e := range mustReadDir(t, os.TempDir()) {
+		if strings.HasPrefix(e, "mcphost-c-home-") {
+			if _, err := os.Stat(filepath.Join(os.TempDir(), e, "c")); err == nil {
+				temp = filepath.Join(os.TempDir(), e)
+			}
+		}
+	}
+	if temp == "" {
+		t.Fatal("the temporary home with the server's file was not found")
+	}
+	if err := c.p.Close(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(temp); err == nil {
+		t.Errorf("Close left the temporary home %s", temp)
+	}
+}
+
+// TestPrivateHomeRefused: a home that would expose the real home, or that
+// another server could reach, is refused with an error naming it.
+func TestPrivateHomeRefused(t *testing.T) {
+	requireConfinement(t)
+	realHome := t.TempDir()
+	wt := t.TempDir()
+	for _, tt := range []struct {
+		name, home, want string
+	}{
+		{"the real home", realHome, "the home directory"},
+		{"an ancestor of the real home", filepath.Dir(realHome), "the home directory"},
+		{"inside the worktree", filepath.Join(wt, "h"), "lies in the worktree"},
+		{"missing", filepath.Join(t.TempDir(), "nope"), "does not exist"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			os.MkdirAll(filepath.Join(wt, "h"), 0o700)
+			_, err := Start(context.Background(), Config{Name: "x", Argv: []string{hostilePath()}, Worktree: wt,
+				HostEnv: []string{"PATH=/usr/bin:/bin", "HOME=" + realHome}, Home: tt.home})
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Start: %v, want ErrInvalidConfig mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func mustReadDir(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
 }

@@ -9,8 +9,9 @@ import (
 
 // The seccomp filter adds what the other layers cannot:
 //
-//   - with the network off, socket(2) only for AF_UNIX: other families fail
-//     with EAFNOSUPPORT even if a server finds a way into a namespace that
+//   - with the network off, socket(2) only for AF_UNIX and for netlink's
+//     NETLINK_ROUTE (see socketRules): other families and netlink protocols
+//     fail with EAFNOSUPPORT even if a server finds a way into a namespace that
 //     has a network (the network namespace alone already leaves it only a
 //     down loopback); with the network through a proxy, also TCP sockets of
 //     AF_INET and AF_INET6, but no UDP, MPTCP, raw, packet or netlink;
@@ -49,6 +50,7 @@ const (
 	seccompArchOff = 4
 	seccompArg0Off = 16 // low 32 bits on little-endian machines
 	seccompArgSize = 8
+	seccompArg2Off = 32
 
 	retAllow = unix.SECCOMP_RET_ALLOW
 )
@@ -75,6 +77,12 @@ type filterOptions struct {
 	// otherwise reach any listening unix socket they can name, the user's
 	// D-Bus session bus and through it their systemd manager among them.
 	pathUnix bool
+	// ownNetNS says the server has a network namespace of its own, where
+	// a NETLINK_ROUTE socket lists only a loopback that is down: with the
+	// network off it is allowed then, and refused otherwise (the reduced
+	// tier shares the host's namespace, whose interfaces, addresses and
+	// routes it would list).
+	ownNetNS bool
 	// ownProcessOnly refuses, with EPERM, the calls that change another
 	// process's limits, priority or scheduling (prlimit64, setpriority,
 	// ioprio_set, sched_set*) for any target but the caller (0): in the
@@ -180,11 +188,11 @@ func seccompProgram(o filterOptions) []unix.SockFilter {
 		stmt(bpfRetK, retErrno(unix.EAFNOSUPPORT))
 		// socketpair(2) stays unix only, below.
 	}
-	if o.net != netHost {
-		for _, nr := range []uint32{unix.SYS_SOCKET, unix.SYS_SOCKETPAIR} {
-			if nr == unix.SYS_SOCKET && o.net == netProxy {
-				continue
-			}
+	if o.net == netNone {
+		prog = append(prog, socketRules(o.ownNetNS)...)
+	}
+	if o.net == netProxy {
+		for _, nr := range []uint32{unix.SYS_SOCKETPAIR} {
 			// if nr == socket { load domain; if domain == AF_UNIX allow
 			// else fail } else reload nr and go on.
 			jump(bpfJeqK, nr, 0, 4)
@@ -196,6 +204,53 @@ func seccompProgram(o filterOptions) []unix.SockFilter {
 	}
 	stmt(bpfRetK, retAllow)
 	return prog
+}
+
+// socketRules are the filter's instructions for socket(2) and
+// socketpair(2) with the network off, entered and left with the system
+// call number loaded: AF_UNIX is allowed, and socket(AF_NETLINK, any type,
+// NETLINK_ROUTE) when route is true. Every other family and netlink
+// protocol fails with EAFNOSUPPORT.
+//
+// NETLINK_ROUTE is what listing network interfaces takes (Node's
+// os.networkInterfaces(), .NET's, Go's net.Interfaces(), getifaddrs(3)),
+// which servers do at start to log a host name or pick an address. In the
+// server's own network namespace a route socket sees only a loopback that
+// is down, and changing anything there (a link, an address, a route) needs
+// CAP_NET_ADMIN, which the server does not have: it can only read what is
+// already empty. The other netlink protocols (audit, netfilter, sock_diag,
+// uevents, generic netlink and so on) reach kernel code or events that
+// are not confined to the namespace, and stay refused.
+func socketRules(route bool) []unix.SockFilter {
+	j := func(k uint32, jt, jf uint8) unix.SockFilter {
+		return unix.SockFilter{Code: bpfJeqK, K: k, Jt: jt, Jf: jf}
+	}
+	netlink := uint32(unix.AF_NETLINK)
+	if !route {
+		netlink = ^uint32(0) // no domain: the check never matches
+	}
+	s := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
+	return []unix.SockFilter{
+		// if nr == socket {
+		j(unix.SYS_SOCKET, 0, 8),
+		s(bpfLdAbsW, seccompArg0Off),
+		//   if domain == AF_UNIX: allow
+		j(unix.AF_UNIX, 0, 1),
+		s(bpfRetK, retAllow),
+		//   if domain == AF_NETLINK && protocol == NETLINK_ROUTE: allow
+		j(netlink, 0, 3),
+		s(bpfLdAbsW, seccompArg2Off),
+		j(unix.NETLINK_ROUTE, 0, 1),
+		s(bpfRetK, retAllow),
+		//   fail }
+		s(bpfRetK, retErrno(unix.EAFNOSUPPORT)),
+		// if nr == socketpair { if domain == AF_UNIX allow else fail }
+		j(unix.SYS_SOCKETPAIR, 0, 4),
+		s(bpfLdAbsW, seccompArg0Off),
+		j(unix.AF_UNIX, 0, 1),
+		s(bpfRetK, retAllow),
+		s(bpfRetK, retErrno(unix.EAFNOSUPPORT)),
+	}
 }
 
 // installSeccomp loads the filter on the calling thread (no TSYNC: the

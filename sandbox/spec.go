@@ -69,6 +69,12 @@ type spec struct {
 	// RunAs, when not zero, is the user and group ID the server runs as
 	// (ServerID, for a root host); 0 keeps the helper's own.
 	RunAs uint32 `json:"run_as,omitempty"`
+	// Home, when not empty, is where the server sees HomeSource, a
+	// directory of the host's, writable: the path of its HOME. Mounts the
+	// plan puts beneath Home are made read-only unless they lie in a
+	// Write path.
+	Home       string `json:"home,omitempty"`
+	HomeSource string `json:"home_source,omitempty"`
 	// Idmap lists granted paths that the helper binds from the idmapped
 	// mount trees the host passes at descriptors helperIdmapFD and up, in
 	// this order, instead of from its own view of the host's tree.
@@ -189,6 +195,12 @@ func (s *spec) check() error {
 	}
 	if s.Proxy != 0 && (s.Network || s.Off || s.Reduced) {
 		return errors.New("proxy with the host's network, unconfined or in the reduced tier")
+	}
+	if (s.Home == "") != (s.HomeSource == "") {
+		return errors.New("home without home_source, or the other way round")
+	}
+	if s.Home != "" && (!isCanonical(s.Home) || s.Home == "/" || !isCanonical(s.HomeSource) || s.HomeSource == "/") {
+		return fmt.Errorf("home %q or its source %q is not a clean absolute path other than /", s.Home, s.HomeSource)
 	}
 	if s.MaxABI < 0 {
 		return fmt.Errorf("negative max_abi %d", s.MaxABI)

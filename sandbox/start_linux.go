@@ -69,12 +69,31 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: creating its temporary directory: %w", cfg.Name, err)
 	}
-	sp, err := buildSpec(&cfg, hostEnv, tmp)
-	if err != nil {
+	home := cfg.Home
+	tempHome := ""
+	cleanup := func() {
 		removeAll(tmp)
+		if tempHome != "" {
+			removeAll(tempHome)
+		}
+	}
+	if cfg.TempHome && !cfg.Off {
+		if tempHome, err = os.MkdirTemp("", "mcphost-"+tempPrefix(cfg.Name)+"-home-"); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("sandbox: server %q: creating its temporary home directory: %w", cfg.Name, err)
+		}
+		home = tempHome
+	}
+	sp, err := buildSpec(&cfg, hostEnv, tmp, home)
+	if err != nil {
+		cleanup()
 		return nil, err
 	}
 	sp.MaxABI = opts.maxABI
+	if err := prepareHome(sp); err != nil {
+		cleanup()
+		return nil, fmt.Errorf("sandbox: server %q: preparing its home directory %s: %w (removing that directory resets the server's home)", cfg.Name, sp.HomeSource, err)
+	}
 	if opts.beforeLaunch != nil {
 		opts.beforeLaunch()
 	}
@@ -83,7 +102,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	if !cfg.Off {
 		if dropsRoot() {
 			if err := runUnprivileged(sp); err != nil {
-				removeAll(tmp)
+				cleanup()
 				if errors.Is(err, unix.ELOOP) {
 					// A granted path checked a moment ago is now a
 					// symbolic link: someone swapped it in.
@@ -97,7 +116,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	userNS := useUserNS()
 	if !cfg.Off && userNS && refusedUserNS() != "" {
 		if err := reduceOrRefuse(&cfg, sp, refusedUserNS()); err != nil {
-			removeAll(tmp)
+			cleanup()
 			return nil, err
 		}
 		userNS = false
@@ -125,7 +144,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		if cg != nil {
 			cg.remove()
 		}
-		removeAll(tmp)
+		cleanup()
 		return nil, err
 	}
 	p.limits = limits
@@ -148,6 +167,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		p.mu.Unlock()
 	}
 	p.tempDir = tmp
+	p.tempHome = tempHome
 	return p, nil
 }
 
@@ -282,7 +302,11 @@ func runUnprivileged(sp *spec) error {
 	sp.RunAs = ServerID
 	sys := canonicalExisting(systemReadPaths())
 	var paths []string
-	for _, p := range append(append([]string(nil), sp.Write...), sp.Read...) {
+	granted := append(append([]string(nil), sp.Write...), sp.Read...)
+	if sp.HomeSource != "" {
+		granted = append(granted, sp.HomeSource)
+	}
+	for _, p := range granted {
 		if !underAny(p, sys) && p != sp.Tmp {
 			paths = append(paths, p)
 		}
@@ -390,7 +414,9 @@ func canonical(what, p string) (string, error) {
 // buildSpec turns cfg into the spec for the helper: it scrubs the
 // environment, finds the executable and its interpreters, and resolves
 // every path the server is granted, hidden from or protected from.
-func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
+//
+// home, when not "", is the directory to give the server as its home.
+func buildSpec(cfg *Config, hostEnv []string, tmp, home string) (*spec, error) {
 	name := cfg.Name
 	env, err := buildEnv(hostEnv, cfg.EnvPass, cfg.Env, tmp)
 	if err != nil {
@@ -524,6 +550,11 @@ func buildSpec(cfg *Config, hostEnv []string, tmp string) (*spec, error) {
 		}
 	}
 	s.Read = readOnly
+	if home != "" {
+		if err := s.setHome(home, homes); err != nil {
+			return nil, invalidConfig(name, err)
+		}
+	}
 	s.Hide = emptyDirs(hostEnv)
 	s.Links = systemLinks()
 
@@ -1028,4 +1059,95 @@ func (p *Process) abort() {
 	p.waitDone(killWait)
 	p.stdin.Close()
 	p.stdout.Close()
+}
+
+// setHome makes the directory home the server's home (Config.Home): at the
+// path of its HOME where that can be a mount point of its own, else at
+// home's own path, with HOME set to where it is. s.Read and s.Write must be final;
+// realHomes are the host's home directories, which home must not expose.
+func (s *spec) setHome(home string, realHomes []string) error {
+	src, err := canonical("home directory", home)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(src); err != nil || !st.IsDir() {
+		return fmt.Errorf("home directory %s is not a directory", home)
+	}
+	sys := canonicalExisting(systemReadPaths())
+	switch {
+	case src == "/" || underAny(src, sys):
+		return fmt.Errorf("home directory %s is / or a system directory", home)
+	case underAny(src, s.Write):
+		return fmt.Errorf("home directory %s lies in the worktree or a writable path, where another server could reach it; use a directory outside them", home)
+	case anyUnder(realHomes, src):
+		return fmt.Errorf("home directory %s is or contains the home directory %s: a server must never get the real one; use a directory of its own", home, strings.Join(realHomes, ", "))
+	case anyUnder(s.Write, src) || anyUnder(s.Read, src):
+		return fmt.Errorf("home directory %s contains a granted path; use a directory of its own", home)
+	}
+	target := ""
+	if h, ok := envValue(s.Env, "HOME"); ok && filepath.IsAbs(h) {
+		c := filepath.Clean(h)
+		if r, err := filepath.EvalSymlinks(c); err == nil {
+			c = r
+		}
+		binds := outermost(append(append([]string(nil), s.Read...), s.Write...))
+		if c != "/" && !underAny(c, binds) && !underAny(c, []string{"/proc", "/sys", "/dev"}) {
+			target = c
+		}
+	}
+	if target == "" {
+		// Nowhere of its own to show it: at its own path.
+		if underAny(src, s.Read) {
+			return fmt.Errorf("home directory %s lies in a read path; use a directory outside the grants", home)
+		}
+		target = src
+	}
+	s.Home, s.HomeSource = target, src
+	s.Env = setEnv(s.Env, "HOME", target)
+	return nil
+}
+
+// prepareHome makes in the server's home directory, on the host, the
+// mount points of the granted paths that the helper binds beneath the
+// home's place in the view (the worktree when HOME holds it, a dotfile
+// granted with read). The helper cannot always make them itself: a root
+// host's helper has no identity in an idmapped home. What is there already
+// (a persistent home the server wrote) is used only as an empty place to
+// mount on; a symbolic link or a file where a directory belongs fails the
+// start, with no link followed.
+func prepareHome(s *spec) error {
+	if s.Home == "" {
+		return nil
+	}
+	plan, err := planMounts(s)
+	if err != nil {
+		return err
+	}
+	root, err := openNoSymlinks(s.HomeSource)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(root)
+	points := plan.Binds
+	if plan.Tmp != "" {
+		points = append(append([]string(nil), points...), plan.Tmp)
+	}
+	for _, b := range points {
+		if b == s.Home || !isUnder(b, s.Home) {
+			continue
+		}
+		st, err := os.Stat(b)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // the helper skips it too
+			}
+			return err
+		}
+		mp, err := makeMountPoint(root, "/"+strings.TrimPrefix(b, s.Home+"/"), st.IsDir())
+		if err != nil {
+			return fmt.Errorf("making the mount point of %s: %w", b, err)
+		}
+		unix.Close(mp)
+	}
+	return nil
 }

@@ -397,6 +397,31 @@ func TestPlanMounts(t *testing.T) {
 			s:       spec{Hide: []string{"/"}},
 			wantErr: "cannot hide /",
 		},
+		{
+			name: "a private home at HOME, the worktree and a dotfile beneath it",
+			s: spec{
+				Hide:  []string{"/home/u"},
+				Read:  []string{"/usr", "/home/u/.gitconfig"},
+				Write: []string{"/home/u/proj"},
+				Home:  "/home/u", HomeSource: "/state/home/notes",
+			},
+			want: mountPlan{
+				NewRoot: true,
+				Binds:   []string{"/home/u/.gitconfig", "/home/u/proj", "/usr"},
+				Home:    "/home/u", HomeSource: "/state/home/notes",
+				Writable: []string{"/home/u/proj"},
+			},
+		},
+		{
+			name:    "a private home inside a granted path",
+			s:       spec{Read: []string{"/home"}, Home: "/home/u", HomeSource: "/state/h"},
+			wantErr: "lies in a granted",
+		},
+		{
+			name:    "a private home with / granted",
+			s:       spec{Read: []string{"/"}, Home: "/home/u", HomeSource: "/state/h"},
+			wantErr: "needs a new root",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -488,7 +513,7 @@ func TestSeccompProgram(t *testing.T) {
 	}
 	for _, network := range []netAccess{netNone, netProxy, netHost} {
 		for _, reduced := range []bool{false, true} {
-			prog := seccompProgram(filterOptions{net: network, pathUnix: !reduced, ownProcessOnly: reduced})
+			prog := seccompProgram(filterOptions{net: network, pathUnix: !reduced, ownProcessOnly: reduced, ownNetNS: !reduced})
 			if len(prog) == 0 || len(prog) > 4096 {
 				t.Fatalf("network=%v: %d instructions", network, len(prog))
 			}

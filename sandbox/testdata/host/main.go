@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	host -hostile PATH -worktree DIR [-off] [-home DIR] [-no-userns UID] [-full] [-protect P] [-proxy GRANTS] -ops JSON
+//	host -hostile PATH -worktree DIR [-off] [-home DIR] [-private-home DIR] [-no-userns UID] [-full] [-protect P] [-proxy GRANTS] -ops JSON
 //
 // With -no-userns it must start as root of a user namespace of its own: it
 // forbids nested user namespaces there (user.max_user_namespaces = 0),
@@ -39,6 +39,7 @@ func main() {
 	worktree := flag.String("worktree", "", "the server's worktree")
 	off := flag.Bool("off", false, "run the server unconfined")
 	home := flag.String("home", "", "HOME of the server's host environment")
+	privateHome := flag.String("private-home", "", "the server's private home directory (Config.Home)")
 	ops := flag.String("ops", "[]", "requests to send, a JSON array")
 	wait := flag.Bool("wait", false, "block after the requests until killed")
 	noUserNS := flag.Int("no-userns", 0, "forbid user namespaces, then become this user")
@@ -106,6 +107,7 @@ func main() {
 		Off:         *off,
 		RequireFull: *full,
 		Protect:     protects,
+		Home:        *privateHome,
 		Stderr:      os.Stderr,
 		Proxy:       proxy,
 	})

@@ -322,6 +322,35 @@ func do(req request) reply {
 			syscall.Close(fd)
 		}
 		return result("", err)
+	case "socketpair":
+		fam, _ := strconv.Atoi(a0)
+		typ, _ := strconv.Atoi(a1)
+		proto, _ := strconv.Atoi(arg(req, 2))
+		fds, err := syscall.Socketpair(fam, typ, proto)
+		if err == nil {
+			syscall.Close(fds[0])
+			syscall.Close(fds[1])
+		}
+		return result("", err)
+	case "interfaces":
+		// What os.networkInterfaces() and getifaddrs(3) do: RTM_GETLINK
+		// and RTM_GETADDR over a NETLINK_ROUTE socket.
+		ifs, err := net.Interfaces()
+		if err != nil {
+			return fail(err)
+		}
+		var out []string
+		for _, i := range ifs {
+			addrs, err := i.Addrs()
+			if err != nil {
+				return fail(err)
+			}
+			out = append(out, fmt.Sprintf("%s up=%v addrs=%d", i.Name, i.Flags&net.FlagUp != 0, len(addrs)))
+		}
+		return result(strings.Join(out, ","), nil)
+	case "setlink-up":
+		// A netlink write: RTM_NEWLINK setting IFF_UP on interface 1 (lo).
+		return setLinkUp()
 	case "unix":
 		c, err := net.DialTimeout("unix", a0, 3*time.Second)
 		if err != nil {
@@ -503,6 +532,50 @@ func proxyConnect(target string) reply {
 	}
 	b, err := io.ReadAll(io.LimitReader(inner.Body, 1<<20))
 	return result(string(b), err)
+}
+
+// setLinkUp asks the kernel, over NETLINK_ROUTE, to bring interface 1 up,
+// and reports the kernel's answer (an errno in the netlink ack).
+func setLinkUp() reply {
+	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_ROUTE)
+	if err != nil {
+		return fail(fmt.Errorf("socket: %w", err))
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
+		return fail(fmt.Errorf("bind: %w", err))
+	}
+	// nlmsghdr (16 bytes) + ifinfomsg (16 bytes).
+	msg := make([]byte, syscall.NLMSG_HDRLEN+syscall.SizeofIfInfomsg)
+	hdr := (*syscall.NlMsghdr)(unsafe.Pointer(&msg[0]))
+	hdr.Len = uint32(len(msg))
+	hdr.Type = syscall.RTM_NEWLINK
+	hdr.Flags = syscall.NLM_F_REQUEST | syscall.NLM_F_ACK
+	hdr.Seq = 1
+	ifi := (*syscall.IfInfomsg)(unsafe.Pointer(&msg[syscall.NLMSG_HDRLEN]))
+	ifi.Family = syscall.AF_UNSPEC
+	ifi.Index = 1
+	ifi.Flags = syscall.IFF_UP
+	ifi.Change = syscall.IFF_UP
+	if err := syscall.Sendto(fd, msg, 0, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
+		return fail(fmt.Errorf("sendto: %w", err))
+	}
+	buf := make([]byte, 4096)
+	n, _, err := syscall.Recvfrom(fd, buf, 0)
+	if err != nil {
+		return fail(fmt.Errorf("recvfrom: %w", err))
+	}
+	msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+	if err != nil {
+		return fail(err)
+	}
+	for _, m := range msgs {
+		if m.Header.Type == syscall.NLMSG_ERROR && len(m.Data) >= 4 {
+			code := int32(*(*uint32)(unsafe.Pointer(&m.Data[0])))
+			return errnoResult(syscall.Errno(-code))
+		}
+	}
+	return fail(fmt.Errorf("no netlink ack"))
 }
 
 func errnoResult(e syscall.Errno) reply {
