@@ -2,7 +2,7 @@
 // and records their review of it.
 //
 //	mcphost list    [-config F] [-worktree D] [-state D] [-lock F] [-json]
-//	mcphost approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER...
+//	mcphost approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER|instructions:SERVER|prompt:SERVER/NAME...
 //	mcphost call    [-config F] [-worktree D] [-state D] [-lock F] TOOL [JSON-ARGS]
 //	mcphost check   [-config F] [-worktree D] [-state D] [-lock F]
 //	mcphost version
@@ -73,7 +73,7 @@ const usage = `mcphost shows what a coding agent's MCP servers offer, and record
 
 Usage:
   mcphost list    [-config F] [-worktree D] [-state D] [-lock F] [-json]
-  mcphost approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER...
+  mcphost approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER|instructions:SERVER|prompt:SERVER/NAME...
   mcphost approve -lock F [-yes]        (accept the lock as it is)
   mcphost call    [-config F] [-worktree D] [-state D] [-lock F] TOOL [JSON-ARGS]
   mcphost check   [-config F] [-worktree D] [-state D] [-lock F]
