@@ -3,7 +3,6 @@ package mcphost
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -50,45 +49,10 @@ func (p *Prompt) trusted() bool {
 // listPrompts reads every page of prompts/list and returns the raw
 // definitions, as listAll does for tools.
 func (srv *server) listPrompts(ctx context.Context, cs *mcp.ClientSession, tap *listTap) ([]json.RawMessage, error) {
-	srv.listMu.Lock()
-	defer srv.listMu.Unlock()
-	var (
-		all     []json.RawMessage
-		cursor  string
-		cursors = map[string]bool{}
-	)
-	for page := 0; ; page++ {
-		if page == maxPages {
-			return nil, fmt.Errorf("more than %d pages of prompts; stopped reading", maxPages)
-		}
-		tap.take()
-		if _, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor}); err != nil {
-			return nil, err
-		}
-		raw := tap.take()
-		if raw == nil {
-			return nil, errors.New("prompts/list result not seen on the wire")
-		}
-		var res struct {
-			Prompts    []json.RawMessage `json:"prompts"`
-			NextCursor *string           `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, fmt.Errorf("prompts/list result is not valid: %w", err)
-		}
-		all = append(all, res.Prompts...)
-		if len(all) > maxPrompts {
-			return nil, fmt.Errorf("more than %d prompts; stopped reading", maxPrompts)
-		}
-		if res.NextCursor == nil || *res.NextCursor == "" {
-			return all, nil
-		}
-		cursor = *res.NextCursor
-		if cursors[cursor] {
-			return nil, fmt.Errorf("prompts/list repeated cursor %q: the server paginates in a loop", printable(cursor, 40))
-		}
-		cursors[cursor] = true
-	}
+	return srv.listPaged("prompts/list", "prompts", maxPrompts, tap, func(cursor string) error {
+		_, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+		return err
+	})
 }
 
 // pinPrompts turns a server's raw prompts into Prompts under the reviewed

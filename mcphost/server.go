@@ -278,6 +278,18 @@ func (srv *server) explain(ctx context.Context, proc *sandbox.Process, err error
 
 // listAll reads every page of tools/list and returns the raw definitions.
 func (srv *server) listAll(ctx context.Context, cs *mcp.ClientSession, tap *listTap) ([]json.RawMessage, error) {
+	return srv.listPaged("tools/list", "tools", maxTools, tap, func(cursor string) error {
+		_, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		return err
+	})
+}
+
+// listPaged reads every page of the paginated list method (tools/list,
+// prompts/list), whose result holds its items in the array field, and
+// returns the items as the server sent them (a tap on the connection sees
+// each result's bytes). call sends one page's request with its cursor. It
+// stops at maxPages pages, at limit items and at a cursor seen before.
+func (srv *server) listPaged(method, field string, limit int, tap *listTap, call func(cursor string) error) ([]json.RawMessage, error) {
 	srv.listMu.Lock()
 	defer srv.listMu.Unlock()
 	var (
@@ -287,33 +299,39 @@ func (srv *server) listAll(ctx context.Context, cs *mcp.ClientSession, tap *list
 	)
 	for page := 0; ; page++ {
 		if page == maxPages {
-			return nil, fmt.Errorf("more than %d pages of tools; stopped reading", maxPages)
+			return nil, fmt.Errorf("more than %d pages of %s; stopped reading", maxPages, field)
 		}
 		tap.take()
-		if _, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor}); err != nil {
+		if err := call(cursor); err != nil {
 			return nil, err
 		}
 		raw := tap.take()
 		if raw == nil {
-			return nil, errors.New("tools/list result not seen on the wire")
+			return nil, fmt.Errorf("%s result not seen on the wire", method)
 		}
-		var res struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor *string           `json:"nextCursor"`
+		var res map[string]json.RawMessage
+		var items []json.RawMessage
+		var next *string
+		err := json.Unmarshal(raw, &res)
+		if err == nil && res[field] != nil {
+			err = json.Unmarshal(res[field], &items)
 		}
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, fmt.Errorf("tools/list result is not valid: %w", err)
+		if err == nil && res["nextCursor"] != nil {
+			err = json.Unmarshal(res["nextCursor"], &next)
 		}
-		all = append(all, res.Tools...)
-		if len(all) > maxTools {
-			return nil, fmt.Errorf("more than %d tools; stopped reading", maxTools)
+		if err != nil {
+			return nil, fmt.Errorf("%s result is not valid: %w", method, err)
 		}
-		if res.NextCursor == nil || *res.NextCursor == "" {
+		all = append(all, items...)
+		if len(all) > limit {
+			return nil, fmt.Errorf("more than %d %s; stopped reading", limit, field)
+		}
+		if next == nil || *next == "" {
 			return all, nil
 		}
-		cursor = *res.NextCursor
+		cursor = *next
 		if cursors[cursor] {
-			return nil, fmt.Errorf("tools/list repeated cursor %q: the server paginates in a loop", printable(cursor, 40))
+			return nil, fmt.Errorf("%s repeated cursor %q: the server paginates in a loop", method, printable(cursor, 40))
 		}
 		cursors[cursor] = true
 	}
