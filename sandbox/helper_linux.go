@@ -205,23 +205,7 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 			return exitNoConfin
 		}
 	}
-	rules, err := openRules(s)
-	if err != nil {
-		h.fail(failedStep("opening the paths of the Landlock rules", err))
-		return exitNoConfin
-	}
-
-	pid, err := startConfined(s, rules, abi)
-	if err != nil {
-		h.fail(err)
-		return exitCodeOf(err)
-	}
-	conf := confinement(abi, s, userNS)
-	if s.Probe {
-		h.send(report{Started: true, Confinement: conf})
-		return 0
-	}
-	return h.supervise(pid, conf, lifeline, true)
+	return h.confineAndSupervise(s, abi, userNS, lifeline, true)
 }
 
 // runReduced is the reduced tier, for a host that may not create a user
@@ -239,6 +223,14 @@ func (h *helper) runReduced(s *spec, lifeline *os.File) int {
 		h.fail(err)
 		return exitNoConfin
 	}
+	return h.confineAndSupervise(s, abi, false, lifeline, false)
+}
+
+// confineAndSupervise opens the Landlock rules, starts the server from a
+// confined thread and supervises it (for a probe, it reports and returns):
+// the last steps of both tiers. inPIDNS says the helper is init of the
+// server's PID namespace (the full tier) rather than a subreaper.
+func (h *helper) confineAndSupervise(s *spec, abi int, userNS bool, lifeline *os.File, inPIDNS bool) int {
 	rules, err := openRules(s)
 	if err != nil {
 		h.fail(failedStep("opening the paths of the Landlock rules", err))
@@ -249,12 +241,12 @@ func (h *helper) runReduced(s *spec, lifeline *os.File) int {
 		h.fail(err)
 		return exitCodeOf(err)
 	}
-	conf := confinement(abi, s, false)
+	conf := confinement(abi, s, userNS)
 	if s.Probe {
 		h.send(report{Started: true, Confinement: conf})
 		return 0
 	}
-	return h.supervise(pid, conf, lifeline, false)
+	return h.supervise(pid, conf, lifeline, inPIDNS)
 }
 
 // confinementABI returns the Landlock ABI to use for s (the kernel's, or

@@ -1166,6 +1166,25 @@ func TestHelperMarker(t *testing.T) {
 	}
 }
 
+// nobodyDir makes a temporary directory owned by nobody (65534), mode 0755,
+// removed at the end of the test: a worktree or home for a host run as
+// nobody.
+func nobodyDir(t *testing.T, pattern string) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chown(d, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // TestNonRoot: as an ordinary user (nobody), the server is confined
 // through a user namespace, and writes its private home.
 func TestNonRoot(t *testing.T) {
@@ -1174,20 +1193,7 @@ func TestNonRoot(t *testing.T) {
 		t.Skip("needs root to run the host fixture as nobody; as non-root every other test already covers this path")
 	}
 	const nobody = 65534
-	mk := func(pattern string) string {
-		d, err := os.MkdirTemp("", pattern)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(d) })
-		if err := os.Chown(d, nobody, nobody); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	mk := func(pattern string) string { return nobodyDir(t, pattern) }
 	wt := mk("mcphost-nonroot-wt-")
 	home := mk("mcphost-nonroot-home-")
 	privateHome := mk("mcphost-nonroot-private-home-")
@@ -1268,20 +1274,7 @@ func TestReducedTier(t *testing.T) {
 		t.Skipf("Landlock ABI %d: the reduced tier needs %d", abi, minReducedABI)
 	}
 	const nobody = 65534
-	mk := func(pattern string) string {
-		d, err := os.MkdirTemp("", pattern)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(d) })
-		if err := os.Chown(d, nobody, nobody); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	mk := func(pattern string) string { return nobodyDir(t, pattern) }
 	wt := mk("mcphost-reduced-wt-")
 	home := mk("mcphost-reduced-home-")
 	privateHome := mk("mcphost-reduced-private-home-")
