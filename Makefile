@@ -19,11 +19,11 @@ REALSERVERS := testdata/realservers
 # FUZZN): every parser, and every function that renders or maps untrusted
 # input. The counts take a few seconds each here; the TOML parser is slow.
 FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead ./mcphost:FuzzStdout ./mcphost:FuzzElicitRequest \
-	./schema:FuzzClose ./schema:FuzzFromModel ./schema:FuzzParseJSON \
+	./schema:FuzzClose ./schema:FuzzFromModel ./internal/jsontree:FuzzParse \
 	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff ./pin:FuzzParseLock \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
 	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid ./sandbox:FuzzParseStat \
-	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./egress:FuzzParseGrant \
+	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./internal/egress:FuzzParseGrant \
 	./openai:FuzzResult ./openai:FuzzFunctionOutput ./anthropic:FuzzResult ./anthropic:FuzzCount \
 	./internal/toolresult:FuzzRender ./cmd/mcphost:FuzzSafeJSON
 

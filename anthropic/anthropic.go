@@ -7,12 +7,9 @@ import (
 
 	"github.com/mcphost/mcphost/internal/toolresult"
 	"github.com/mcphost/mcphost/mcphost"
+	"github.com/mcphost/mcphost/schema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// Profile is the key of Tool.StrictProblems this package reads: the
-// strict-readiness of a schema for Anthropic's strict tool use.
-const Profile = "anthropic"
 
 // Anthropic's limits on strict tools in one request ("Structured outputs",
 // JSON Schema limitations,
@@ -133,9 +130,9 @@ func Tools(tools []mcphost.Tool) []Tool {
 // form is there and this profile has no problem with it. A missing profile
 // counts as not ready.
 func schemaFor(t mcphost.Tool) (json.RawMessage, bool) {
-	problem, ok := t.StrictProblems[Profile]
+	problem, ok := t.StrictProblems[string(schema.Anthropic)]
 	ready := ok && problem == ""
-	if s, has := t.Schemas[Profile]; has {
+	if s, has := t.Schemas[string(schema.Anthropic)]; has {
 		return s, ready
 	}
 	return t.Schema, ready && t.Strict

@@ -229,7 +229,7 @@ func BenchmarkDiscovery10k(b *testing.B) {
 				var d toolDef
 				d.decode(raw)
 				dg, _ := pin.Digest(raw)
-				st.Tools[pinKey("many", *d.Name)] = pin.Entry{Digest: dg, Definition: raw}
+				st.Tools[pin.Key("many", *d.Name)] = pin.Entry{Digest: dg, Definition: raw}
 			}
 			b.ResetTimer()
 			cpu := hostCPU()
@@ -380,7 +380,7 @@ func BenchmarkBuildGenerated(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		st.Tools[pinKey("many", fmt.Sprintf("gen_%05d", i))] = pin.Entry{Digest: dg, Definition: raws[i]}
+		st.Tools[pin.Key("many", fmt.Sprintf("gen_%05d", i))] = pin.Entry{Digest: dg, Definition: raws[i]}
 	}
 	srv := &server{cfg: ServerConfig{Name: "many", Allow: []string{"gen_00001"}, Default: Approval}}
 	b.ReportAllocs()

@@ -11,8 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcphost/mcphost/schema"
 )
 
 // maxDecisionRounds bounds how often a call re-decides because the tool
@@ -81,8 +79,8 @@ func (s *Session) call(ctx context.Context, name string, args json.RawMessage) (
 		}
 		serverArgs, err := e.closed.ForServer(args)
 		switch {
-		case errors.Is(err, schema.ErrUncheckable):
-			return nil, rec, fmt.Errorf("%w: %w", ErrUncheckable, err)
+		case errors.Is(err, ErrUncheckable):
+			return nil, rec, err
 		case err != nil:
 			return nil, rec, fmt.Errorf("%w: %w", ErrBadArguments, err)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/mcphost/mcphost/egress"
+	"github.com/mcphost/mcphost/internal/egress"
 	"github.com/mcphost/mcphost/sandbox"
 )
 
@@ -648,8 +648,8 @@ var sizeUnits = []struct {
 	mult   int64
 }{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1}}
 
-// ParseSize reads a byte size such as "256KiB", "1MB" or "4096".
-func ParseSize(s string) (int64, error) {
+// parseSize reads a byte size such as "256KiB", "1MB" or "4096".
+func parseSize(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	mult := int64(1)
 	for _, u := range sizeUnits {
@@ -680,7 +680,7 @@ func sizeIn(v any, def, lo, hi int64) (int64, error) {
 		n = v
 	case string:
 		var err error
-		if n, err = ParseSize(v); err != nil {
+		if n, err = parseSize(v); err != nil {
 			return 0, fmt.Errorf("%q is not a size; write e.g. \"256KiB\", \"1MiB\" or a number of bytes", v)
 		}
 	default:

@@ -171,13 +171,13 @@ func TestParseErrorIsConfigError(t *testing.T) {
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"1": 1, "256KiB": 256 << 10, "1MiB": 1 << 20, "2KB": 2000, "3 MB": 3e6, "7B": 7} {
-		if got, err := ParseSize(in); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "KiB", "-1", "1.5MiB", "1TiB", "99999999999999999999"} {
-		if _, err := ParseSize(in); err == nil {
-			t.Errorf("ParseSize(%q) succeeded", in)
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) succeeded", in)
 		}
 	}
 }

@@ -56,18 +56,18 @@ type ElicitField struct {
 }
 
 // Check reports whether content fits the requested schema: nil, or an
-// error wrapping ErrBadArguments that says what does not fit. An Elicitor
-// may use it to ask again.
+// error wrapping ErrBadElicitation that says what does not fit. An
+// Elicitor may use it to ask again.
 func (r ElicitRequest) Check(content map[string]any) error {
 	if r.check == nil {
-		return fmt.Errorf("%w: the request has no schema to check against", ErrBadArguments)
+		return fmt.Errorf("%w: the request has no schema to check against", ErrBadElicitation)
 	}
 	b, err := json.Marshal(content)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrBadArguments, err)
+		return fmt.Errorf("%w: %w", ErrBadElicitation, err)
 	}
 	if err := r.check.Check(b); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadArguments, err)
+		return fmt.Errorf("%w: %w", ErrBadElicitation, err)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package mcphost
 import (
 	"errors"
 	"fmt"
+
+	"github.com/mcphost/mcphost/schema"
 )
 
 // Errors a caller acts on. Session.Call's errors wrap one of these (match
@@ -25,8 +27,9 @@ var (
 	ErrBadArguments = errors.New("bad arguments")
 	// ErrUncheckable: the tool's input schema cannot be read (an unknown
 	// dialect, a remote $ref...), so its arguments cannot be checked and
-	// mcphost refuses to call it. The server was not contacted.
-	ErrUncheckable = errors.New("tool schema cannot be checked")
+	// mcphost refuses to call it. The server was not contacted. It is
+	// schema.ErrUncheckable, the one sentinel of this kind.
+	ErrUncheckable = schema.ErrUncheckable
 	// ErrServerGone: the server is not running (it failed to start, crashed
 	// or was closed). Session.Restart may bring it back.
 	ErrServerGone = errors.New("server not running")

@@ -237,7 +237,7 @@ func (lf *lockFile) accept(d string) error {
 // server could write the git directory), or it is the content this
 // person's mcphost last wrote or accepted (recorded in the state
 // directory). A missing file is an empty lock. Otherwise the error wraps
-// ErrLockUntrusted, or pin.ErrLockCorrupt or pin.ErrFutureVersion, and
+// ErrLockUntrusted, or pin.ErrCorrupt or pin.ErrFutureVersion, and
 // says what to do.
 func LoadLock(ctx context.Context, path string, servers []ServerConfig, opts Options) (*pin.Lock, error) {
 	lf, err := newLockFile(path, servers, opts)
@@ -457,7 +457,7 @@ func lockView(l *pin.Lock, servers []string) *pin.State {
 		names := make([]string, 0, len(ls.Tools))
 		for tool, e := range ls.Tools {
 			names = append(names, tool)
-			st.Tools[pinKey(name, tool)] = pin.Entry{Digest: e.Digest, Definition: e.Definition}
+			st.Tools[pin.Key(name, tool)] = pin.Entry{Digest: e.Digest, Definition: e.Definition}
 		}
 		slices.Sort(names)
 		st.Servers[name] = pin.ServerEntry{Tools: names}

@@ -36,7 +36,7 @@ func (srv *server) pinTool(e *toolEntry, ls loadedState, now time.Time) (rec *pi
 		return nil, ""
 	}
 	var unreviewed bool
-	key := pinKey(cfg.Name, t.Tool)
+	key := pin.Key(cfg.Name, t.Tool)
 	firstSight := func() *pinRecord {
 		return &pinRecord{kindTool, key, pin.Entry{Digest: t.Digest, Definition: t.Definition, ReviewedAt: now}}
 	}

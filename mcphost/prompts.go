@@ -94,7 +94,7 @@ func (srv *server) pinPrompts(raws []json.RawMessage, ls loadedState, now time.T
 			// is trusted on first sight.
 			p.Pin = PinUnpinned
 		default:
-			key := pinKey(name, p.Name)
+			key := pin.Key(name, p.Name)
 			prev, pinned := ls.state.Prompts[key]
 			_, reviewed := ls.state.Instructions[name]
 			switch {
@@ -167,7 +167,7 @@ func (s *Session) distrustPrompt(r pinRecord) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	for i, p := range srv.prompts {
-		if pinKey(p.Server, p.Name) == r.key && p.Digest == r.entry.Digest && p.Pin == PinNew {
+		if pin.Key(p.Server, p.Name) == r.key && p.Digest == r.entry.Digest && p.Pin == PinNew {
 			upd := *p
 			upd.Pin = PinUnpinned
 			srv.prompts[i] = &upd
@@ -348,7 +348,7 @@ func (s *Session) ApprovePrompt(server, name string) error {
 	text := srv.instructions
 	srv.mu.Unlock()
 	err := s.store.Update(func(st *pin.State) error {
-		st.Prompts[pinKey(server, name)] = pin.Entry{Digest: p.Digest, Definition: p.Definition, ReviewedAt: now}
+		st.Prompts[pin.Key(server, name)] = pin.Entry{Digest: p.Digest, Definition: p.Definition, ReviewedAt: now}
 		if _, ok := st.Servers[server]; !ok {
 			st.Servers[server] = pin.ServerEntry{Tools: names}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcphost/mcphost/internal/canonical"
 	"hash/maphash"
 	"net"
 	"net/url"
@@ -20,7 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcphost/mcphost/egress"
+	"github.com/mcphost/mcphost/internal/egress"
 	"github.com/mcphost/mcphost/pin"
 	"github.com/mcphost/mcphost/sandbox"
 	"github.com/mcphost/mcphost/schema"
@@ -862,14 +863,15 @@ var defPaths = [][]string{
 	{"execution"}, {"execution", "taskSupport"},
 }
 
-// read decodes raw as decode does and digests it, in one pass of pin's
-// parser: the fields come from the very tree the digest is made of, and
+// read decodes raw as decode does and digests it, in one pass of the
+// module's one JSON parser: the fields come from the very tree the digest
+// (pin's, made by internal/canonical) is made of, and
 // encoding/json's reflection and maps are not needed. A definition pin
 // refuses (a repeated key, invalid UTF-8, a lone surrogate) cannot be
 // pinned; decode still reads it, so that the notice can name the tool.
 func (d *toolDef) read(raw json.RawMessage) (digest string, digestErr, err error) {
-	var buf [8]pin.Field // len(defPaths)
-	digest, f, digestErr := pin.DigestFields(raw, buf[:0], defPaths...)
+	var buf [8]canonical.Field // len(defPaths)
+	digest, f, digestErr := canonical.Fields(raw, buf[:0], defPaths...)
 	if digestErr != nil {
 		// decode's reflection would take d, and with it every prepared
 		// value, to the heap: it gets a copy.
@@ -879,7 +881,7 @@ func (d *toolDef) read(raw json.RawMessage) (digest string, digestErr, err error
 	}
 	// What json.Unmarshal would refuse for each field decode reads: a
 	// value of another JSON type (null reads as absent).
-	str := func(f pin.Field, dst *string) bool {
+	str := func(f canonical.Field, dst *string) bool {
 		switch {
 		case f.Raw == nil || string(f.Raw) == "null":
 		case f.Raw[0] == '"':

@@ -217,7 +217,9 @@ type ServerInfo struct {
 	Tools int      `json:"tools"`
 	Error string   `json:"error,omitempty"`
 	// Widens lists what the server's table grants beyond the default
-	// confinement, for a person to weigh: see Widens. Never nil.
+	// confinement, in words for a person to weigh: "sandbox = off
+	// (unconfined)", "network", "git = write (writable git directory)",
+	// "write PATH (outside the worktree)". Never nil.
 	Widens []string `json:"widens"`
 	// ProgramChanged says, with a lock, how the server's program differs
 	// from the one the lock recorded (see ProgramChanges), decided at
@@ -639,7 +641,7 @@ func (s *Session) distrust(keys []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for name, e := range s.tools {
-		if e.Pin == PinNew && slices.Contains(keys, pinKey(e.Server, e.Tool.Tool)) {
+		if e.Pin == PinNew && slices.Contains(keys, pin.Key(e.Server, e.Tool.Tool)) {
 			upd := *e
 			upd.Decision, upd.Pin = Approval, PinUnpinned
 			s.tools[name] = &upd
@@ -919,7 +921,7 @@ func (s *Session) review(entries ...*toolEntry) error {
 	}
 	err := s.store.Update(func(st *pin.State) error {
 		for _, e := range entries {
-			st.Tools[pinKey(e.Server, e.Tool.Tool)] = pin.Entry{Digest: e.Digest, Definition: e.Definition, ReviewedAt: now}
+			st.Tools[pin.Key(e.Server, e.Tool.Tool)] = pin.Entry{Digest: e.Digest, Definition: e.Definition, ReviewedAt: now}
 		}
 		// A server reviewed before keeps its reviewed names plus these:
 		// reviewing one tool says nothing of the others a server added.
@@ -1014,8 +1016,6 @@ func (s *Session) published(entries []*toolEntry) {
 	}
 }
 
-func pinKey(server, tool string) string { return server + "/" + tool }
-
 // toolNames lists the names (as the server sent them) of a server's
 // published tools that are not denied, sorted: the tools a first review of
 // the server covers. A denied tool never reaches the model, so nobody
@@ -1051,7 +1051,7 @@ func (s *Session) diff(e *toolEntry) ([]pin.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	prev, ok := st.Tools[pinKey(e.Server, e.Tool.Tool)]
+	prev, ok := st.Tools[pin.Key(e.Server, e.Tool.Tool)]
 	if !ok {
 		return nil, nil
 	}

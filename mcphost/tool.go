@@ -104,8 +104,8 @@ type Tool struct {
 // denied and not withheld.
 func (t *Tool) Offered() bool { return t.Decision != Deny && !t.Withheld }
 
-// MaxNameLen is the longest model name providers accept.
-const MaxNameLen = 64
+// maxNameLen is the longest model name providers accept.
+const maxNameLen = 64
 
 // modelNameChars reports whether s is non-empty and all of
 // [A-Za-z0-9_-]. A loop over bytes, not a regular expression: discovery
@@ -139,8 +139,8 @@ func ModelName(server, tool string) (string, error) {
 	if !modelNameChars(tool) {
 		return "", fmt.Errorf("tool %q of server %s cannot be named for a model: its name has characters outside [A-Za-z0-9_-]", tool, server)
 	}
-	if len(name) > MaxNameLen {
-		return "", fmt.Errorf("tool %q of server %s cannot be named for a model: %s is %d bytes, more than %d", tool, server, name, len(name), MaxNameLen)
+	if len(name) > maxNameLen {
+		return "", fmt.Errorf("tool %q of server %s cannot be named for a model: %s is %d bytes, more than %d", tool, server, name, len(name), maxNameLen)
 	}
 	return name, nil
 }

@@ -107,7 +107,7 @@ func FuzzModelName(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(name) > MaxNameLen || !modelNameRE.MatchString(name) {
+		if len(name) > maxNameLen || !modelNameRE.MatchString(name) {
 			t.Fatalf("ModelName(%q, %q) = %q: not a valid model name", server, tool, name)
 		}
 		s, tl, ok := SplitModelName(name)

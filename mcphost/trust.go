@@ -183,15 +183,15 @@ func (s *Session) makeDir(p string) error {
 
 // widens lists what cfg grants beyond the default confinement.
 func (s *Session) widens(cfg ServerConfig) []string {
-	return Widens(cfg, s.worktree, s.hostEnv())
+	return widening(cfg, s.worktree, s.hostEnv())
 }
 
-// Widens lists what a server's table grants beyond the default
+// widening lists what a server's table grants beyond the default
 // confinement, in words for a person: "sandbox = off (unconfined)",
 // "network", "git = write (writable git directory)" and "write PATH
 // (outside the worktree)" for each write path outside worktree. It returns
 // an empty, non-nil slice for a table that widens nothing.
-func Widens(cfg ServerConfig, worktree string, hostEnv []string) []string {
+func widening(cfg ServerConfig, worktree string, hostEnv []string) []string {
 	out := []string{}
 	if cfg.Unconfined {
 		out = append(out, "sandbox = off (unconfined)")

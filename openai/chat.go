@@ -6,12 +6,9 @@ import (
 
 	"github.com/mcphost/mcphost/internal/toolresult"
 	"github.com/mcphost/mcphost/mcphost"
+	"github.com/mcphost/mcphost/schema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// Profile is the key of Tool.StrictProblems this package reads: the
-// strict-readiness of a schema for OpenAI's structured decoding.
-const Profile = "openai"
 
 // ChatTool is one entry of a Chat Completions request's "tools" array
 // (https://platform.openai.com/docs/api-reference/chat/create).
@@ -88,7 +85,7 @@ func ChatTools(tools []mcphost.Tool) []ChatTool {
 				Name:        t.Name,
 				Description: t.Description,
 				Parameters:  slices.Clone(t.Schema),
-				Strict:      strictReady(t, Profile),
+				Strict:      strictReady(t, string(schema.OpenAI)),
 			},
 		})
 	}

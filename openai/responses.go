@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcphost/mcphost/internal/toolresult"
 	"github.com/mcphost/mcphost/mcphost"
+	"github.com/mcphost/mcphost/schema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,7 +42,7 @@ func ResponsesTools(tools []mcphost.Tool) []ResponsesTool {
 			Name:        t.Name,
 			Description: t.Description,
 			Parameters:  slices.Clone(t.Schema),
-			Strict:      strictReady(t, Profile),
+			Strict:      strictReady(t, string(schema.OpenAI)),
 		})
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcphost/mcphost/internal/canonical"
 	"math/rand"
 	"os"
 	"slices"
@@ -188,7 +189,7 @@ func TestCanonicalRefuses(t *testing.T) {
 		{"hex number", `{"a":0x10}`, nil},
 		{"bad literal", `{"a":tru}`, nil},
 		{"capital literal", `{"a":True}`, nil},
-		{"too deep", `{"a":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`, ErrTooDeep},
+		{"too deep", `{"a":` + strings.Repeat("[", canonical.MaxDepth) + strings.Repeat("]", canonical.MaxDepth) + `}`, ErrTooDeep},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,11 +215,11 @@ func TestCanonicalDepthLimit(t *testing.T) {
 		// The top-level object is one level; the arrays make up the rest.
 		return `{"a":` + strings.Repeat("[", levels-1) + strings.Repeat("]", levels-1) + `}`
 	}
-	if _, err := Canonical(json.RawMessage(nest(maxDepth))); err != nil {
-		t.Errorf("%d levels: %v, want accepted", maxDepth, err)
+	if _, err := Canonical(json.RawMessage(nest(canonical.MaxDepth))); err != nil {
+		t.Errorf("%d levels: %v, want accepted", canonical.MaxDepth, err)
 	}
-	if _, err := Canonical(json.RawMessage(nest(maxDepth + 1))); !errors.Is(err, ErrTooDeep) {
-		t.Errorf("%d levels: %v, want ErrTooDeep", maxDepth+1, err)
+	if _, err := Canonical(json.RawMessage(nest(canonical.MaxDepth + 1))); !errors.Is(err, ErrTooDeep) {
+		t.Errorf("%d levels: %v, want ErrTooDeep", canonical.MaxDepth+1, err)
 	}
 	// Far deeper input must fail the same way, not exhaust the stack.
 	deep := strings.Repeat(`{"a":`, 1_000_000)
@@ -434,12 +435,12 @@ func TestValidDigest(t *testing.T) {
 }
 
 func TestDigestInstructions(t *testing.T) {
-	if got := DigestInstructions(""); got != "" {
-		t.Errorf(`DigestInstructions("") = %q, want ""`, got)
+	if got := digestInstructions(""); got != "" {
+		t.Errorf(`digestInstructions("") = %q, want ""`, got)
 	}
-	a, b := DigestInstructions("Use search first."), DigestInstructions("Use search first.\u200b")
+	a, b := digestInstructions("Use search first."), digestInstructions("Use search first.\u200b")
 	if !validDigest(a) || !validDigest(b) || a == b {
-		t.Errorf("DigestInstructions: %q, %q; want two different valid digests", a, b)
+		t.Errorf("digestInstructions: %q, %q; want two different valid digests", a, b)
 	}
 }
 

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcphost/mcphost/internal/canonical"
+	"github.com/mcphost/mcphost/internal/jsontree"
 )
 
 // Change is one top-level field of a tool definition (such as "description",
@@ -35,51 +38,51 @@ type Change struct {
 // the two have the same digest, and an error wrapping ErrInvalid, naming
 // which side, if either is not acceptable to Canonical.
 func Diff(reviewed, current json.RawMessage) ([]Change, error) {
-	old, err := parseDefinition(reviewed)
+	old, err := canonical.ParseDefinition(reviewed)
 	if err != nil {
 		return nil, fmt.Errorf("reviewed definition: %w", err)
 	}
-	cur, err := parseDefinition(current)
+	cur, err := canonical.ParseDefinition(current)
 	if err != nil {
 		return nil, fmt.Errorf("current definition: %w", err)
 	}
 	var changes []Change
 	// Both member lists are sorted by key: merge them.
 	i, j := 0, 0
-	for i < len(old.kids) || j < len(cur.kids) {
-		var o, c *member
+	for i < len(old.Obj) || j < len(cur.Obj) {
+		var o, c *jsontree.Member
 		switch {
-		case j == len(cur.kids):
-			o = &old.kids[i]
+		case j == len(cur.Obj):
+			o = &old.Obj[i]
 			i++
-		case i == len(old.kids):
-			c = &cur.kids[j]
+		case i == len(old.Obj):
+			c = &cur.Obj[j]
 			j++
 		default:
-			switch cmp := bytes.Compare(old.kids[i].key, cur.kids[j].key); {
+			switch cmp := strings.Compare(old.Obj[i].Name, cur.Obj[j].Name); {
 			case cmp < 0:
-				o = &old.kids[i]
+				o = &old.Obj[i]
 				i++
 			case cmp > 0:
-				c = &cur.kids[j]
+				c = &cur.Obj[j]
 				j++
 			default:
-				o, c = &old.kids[i], &cur.kids[j]
+				o, c = &old.Obj[i], &cur.Obj[j]
 				i++
 				j++
 			}
 		}
-		if o != nil && c != nil && bytes.Equal(appendCanonical(nil, &o.val), appendCanonical(nil, &c.val)) {
+		if o != nil && c != nil && bytes.Equal(canonical.Append(nil, o.Val), canonical.Append(nil, c.Val)) {
 			continue
 		}
 		var ch Change
 		if o != nil {
-			ch.Field = string(o.key)
-			ch.Old = string(appendDisplay(nil, &o.val, 0))
+			ch.Field = o.Name
+			ch.Old = string(appendDisplay(nil, o.Val, 0))
 		}
 		if c != nil {
-			ch.Field = string(c.key)
-			ch.New = string(appendDisplay(nil, &c.val, 0))
+			ch.Field = c.Name
+			ch.New = string(appendDisplay(nil, c.Val, 0))
 		}
 		changes = append(changes, ch)
 	}
@@ -127,7 +130,7 @@ func Format(w io.Writer, changes []Change) error {
 	for _, c := range changes {
 		b = b[:0]
 		b = append(b, "field "...)
-		b = appendVisible(b, string(appendDisplayString(nil, []byte(c.Field), false)), false)
+		b = appendVisible(b, string(appendDisplayString(nil, c.Field, false)), false)
 		oldLines, newLines := splitLines(c.Old), splitLines(c.New)
 		switch {
 		case c.Old == "":
@@ -302,7 +305,7 @@ func appendCodePoint(b []byte, s string) []byte {
 		return fmt.Appendf(b, "byte 0x%02X", s[0])
 	}
 	b = fmt.Appendf(b, "U+%04X ", r)
-	return appendVisible(b, string(appendDisplayString(nil, []byte(s[:size]), false)), false)
+	return appendVisible(b, string(appendDisplayString(nil, s[:size], false)), false)
 }
 
 // appendRange appends a unified-diff range: the 1-based first line and the

@@ -1,31 +1,30 @@
 package pin
 
 import (
-	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"slices"
 	"strings"
-	"sync"
 
+	"github.com/mcphost/mcphost/internal/canonical"
+	"github.com/mcphost/mcphost/internal/jsontree"
 	"github.com/zeebo/blake3"
 )
 
 // DigestPrefix starts every digest this package makes. It names the formula
 // (BLAKE3-256 of the canonical form described at Canonical, or of the exact
-// text for DigestInstructions), so a later
+// text for a server's instructions), so a later
 // formula can get a new prefix and old pins can be recomputed from the
 // reviewed definitions kept in the state file instead of being re-trusted.
-const DigestPrefix = "b3v1:"
+const DigestPrefix = canonical.Prefix
 
 // Errors about an input that is not an acceptable JSON object. Every such
 // error from Canonical, Digest, Diff and NewEntry wraps ErrInvalid; those
 // caused by a repeated key or by excessive nesting also wrap ErrDuplicateKey
-// or ErrTooDeep.
+// or ErrTooDeep, which are the kinds of the module's one JSON parser (the
+// same sentinels that package schema's refusals of such texts wrap).
 var (
-	ErrInvalid      = errors.New("pin: not an acceptable JSON object")
-	ErrDuplicateKey = errors.New("pin: duplicate object key")
-	ErrTooDeep      = errors.New("pin: JSON nested too deeply")
+	ErrInvalid      = canonical.ErrInvalid
+	ErrDuplicateKey = jsontree.ErrDuplicateKey
+	ErrTooDeep      = jsontree.ErrTooDeep
 )
 
 // Canonical returns the canonical form of a tool definition: the one
@@ -60,11 +59,11 @@ var (
 //
 // Canonical(c) returns c for every c that Canonical returns.
 func Canonical(def json.RawMessage) ([]byte, error) {
-	v, err := parseDefinition(def)
+	v, err := canonical.ParseDefinition(def)
 	if err != nil {
 		return nil, err
 	}
-	return appendCanonical(make([]byte, 0, len(def)), &v), nil
+	return canonical.Append(make([]byte, 0, len(def)), v), nil
 }
 
 // Digest returns the digest of a tool definition as the server sent it in
@@ -73,102 +72,8 @@ func Canonical(def json.RawMessage) ([]byte, error) {
 // same digest exactly when they have the same canonical form. It returns an
 // error wrapping ErrInvalid when Canonical does.
 func Digest(def json.RawMessage) (string, error) {
-	d, _, err := digestFields(def, nil, nil)
+	d, _, err := canonical.Fields(def, nil)
 	return d, err
-}
-
-// scratch is what digesting one definition needs and drops at once: the
-// parse stack, the tree's members and the canonical form. Discovery
-// digests every tool of every server, so it is reused instead of
-// allocated per definition.
-type scratch struct {
-	stack, slab []member
-	buf         []byte
-}
-
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
-
-// maxScratch bounds, in members and bytes, what one scratch keeps for the
-// next definition, so that one huge definition does not pin its memory.
-const maxScratch = 4096
-
-func digestFields(def json.RawMessage, dst []Field, paths [][]string) (string, []Field, error) {
-	sc := scratchPool.Get().(*scratch)
-	defer func() {
-		// Nothing may keep pointers into the input alive from the pool.
-		clear(sc.stack[:cap(sc.stack)])
-		clear(sc.slab)
-		if cap(sc.stack) > maxScratch || cap(sc.slab) > maxScratch || cap(sc.buf) > maxScratch*64 {
-			return
-		}
-		sc.slab = sc.slab[:0]
-		scratchPool.Put(sc)
-	}()
-	if sc.slab == nil {
-		sc.slab = make([]member, 0, 32)
-		sc.stack = make([]member, 0, 16)
-	}
-	p := parser{data: def, depthLimit: maxDepth, stack: sc.stack[:0], slab: sc.slab}
-	v, err := p.parse()
-	// Keep the grown stack and the latest slab; an earlier, full slab
-	// goes with the tree.
-	sc.stack, sc.slab = p.stack[:0], p.slab
-	if err != nil {
-		return "", dst, err
-	}
-	// Before normalize, which may drop annotations from the tree.
-	for _, path := range paths {
-		dst = append(dst, lookup(def, &v, path))
-	}
-	normalize(&v)
-	sc.buf = appendCanonical(sc.buf[:0], &v)
-	return formatDigest(blake3.Sum256(sc.buf)), dst, nil
-}
-
-// A Field is a member of a tool definition as DigestFields found it.
-type Field struct {
-	// Raw is the member's value exactly as written in the definition (a
-	// sub-slice of it, without surrounding whitespace), or nil when the
-	// definition has no such member.
-	Raw json.RawMessage
-	// Text is the decoded text of a string value (Raw starts with '"').
-	Text string
-}
-
-// DigestFields is Digest that also reads def: it appends to dst, for each
-// path, the member found by following path's keys from the top-level
-// object through nested objects, and returns the extended slice (room in
-// dst spares an allocation). Keys match exactly, after decoding escapes,
-// never case by case; a definition Digest refuses (a repeated key among
-// them) yields the same error and dst as it was. It spares a caller a
-// second parse, and a second parser's different reading, of what it
-// digests.
-func DigestFields(def json.RawMessage, dst []Field, paths ...[]string) (string, []Field, error) {
-	return digestFields(def, dst, paths)
-}
-
-// lookup follows path from the object v, parsed from def.
-func lookup(def []byte, v *value, path []string) Field {
-	var m *member
-	for _, key := range path {
-		if v.kind != kindObject {
-			return Field{}
-		}
-		i := memberIndex(v, key)
-		if i < 0 {
-			return Field{}
-		}
-		m = &v.kids[i]
-		v = &m.val
-	}
-	if m == nil {
-		return Field{}
-	}
-	f := Field{Raw: def[m.start:m.end:m.end]}
-	if v.kind == kindString {
-		f.Text = string(v.text)
-	}
-	return f
 }
 
 // digestDefinition is Digest with the signature checkState wants.
@@ -176,31 +81,15 @@ func digestDefinition(_, _ string, def json.RawMessage) (string, error) {
 	return Digest(def)
 }
 
-// digestTree returns the digest of a parsed, not yet normalized definition,
-// using buf as scratch space for its canonical form, and the grown buf. It
-// normalizes v in place.
-func digestTree(buf []byte, v *value) ([]byte, string) {
-	normalize(v)
-	buf = appendCanonical(buf[:0], v)
-	return buf, formatDigest(blake3.Sum256(buf))
-}
-
-// DigestInstructions returns the digest of a server's instructions text (the
+// digestInstructions returns the digest of a server's instructions text (the
 // "instructions" of its initialize result), for ServerEntry.Instructions:
 // DigestPrefix and the BLAKE3-256 of the text's exact bytes, or "" for empty
 // text, which MCP treats the same as no instructions.
-func DigestInstructions(text string) string {
+func digestInstructions(text string) string {
 	if text == "" {
 		return ""
 	}
-	return formatDigest(blake3.Sum256([]byte(text)))
-}
-
-func formatDigest(sum [32]byte) string {
-	var b [len(DigestPrefix) + 2*len(sum)]byte
-	copy(b[:], DigestPrefix)
-	hex.Encode(b[len(DigestPrefix):], sum[:])
-	return string(b[:])
+	return canonical.Format(blake3.Sum256([]byte(text)))
 }
 
 // validDigest reports whether d has the one digest format this package
@@ -217,55 +106,4 @@ func validDigest(d string) bool {
 		}
 	}
 	return true
-}
-
-// parseDefinition parses a tool definition and normalizes it.
-func parseDefinition(def []byte) (value, error) {
-	v, err := parseObject(def, maxDepth)
-	if err != nil {
-		return value{}, err
-	}
-	normalize(&v)
-	return v, nil
-}
-
-// isDefaultHint reports whether an annotation member is one of the MCP
-// ToolAnnotations hints holding its default value, which says nothing that
-// an absent hint does not.
-func isDefaultHint(m *member) bool {
-	switch string(m.key) {
-	case "destructiveHint", "openWorldHint":
-		return m.val.kind == kindTrue
-	case "idempotentHint", "readOnlyHint":
-		return m.val.kind == kindFalse
-	}
-	return false
-}
-
-// normalize removes from a parsed tool definition what does not change its
-// meaning but varies between SDKs: default-valued annotation hints, and an
-// annotations member that is null or ends up empty. Only the top-level
-// "annotations" is touched: an object of that name inside a schema is data.
-func normalize(def *value) {
-	i := memberIndex(def, "annotations")
-	if i < 0 {
-		return
-	}
-	ann := &def.kids[i].val
-	if ann.kind == kindObject {
-		ann.kids = slices.DeleteFunc(ann.kids, func(m member) bool { return isDefaultHint(&m) })
-	}
-	if ann.kind == kindNull || (ann.kind == kindObject && len(ann.kids) == 0) {
-		def.kids = append(def.kids[:i], def.kids[i+1:]...)
-	}
-}
-
-// memberIndex returns the index of the member named key in object v, or -1.
-func memberIndex(v *value, key string) int {
-	for i := range v.kids {
-		if string(v.kids[i].key) == key {
-			return i
-		}
-	}
-	return -1
 }

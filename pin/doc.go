@@ -13,7 +13,10 @@
 // holds its default changes nothing, and every other change, down to one
 // byte of a number's spelling or one invisible character, changes the
 // digest. A definition that could be read two ways (a repeated key, invalid
-// UTF-8, a lone surrogate escape) has no digest at all: it is refused.
+// UTF-8, a lone surrogate escape) has no digest at all: it is refused. Every
+// JSON text this package reads, definitions and its own files alike, goes
+// through the module's one parser, which package schema uses too, so the
+// two never disagree on what a server sent.
 //
 // When a person approves a tool, the host records its digest and the
 // definition itself in the state file (Store, Entry). On each discovery the
@@ -22,7 +25,8 @@
 // field and line by line, exactly what changed, with every invisible or
 // terminal-control character made visible (Visible). ServerEntry pins what
 // belongs to a server rather than a tool: the tool names it offered at
-// review, so a new tool is shown as new, and its instructions.
+// review, so a new tool is shown as new. A server's instructions are pinned
+// like a tool, in State.Instructions (InstructionsDefinition).
 //
 // # The state file
 //
@@ -30,7 +34,8 @@
 // any directory a server can write. It is written atomically under a lock,
 // mode 0600, and checked in full when read: each digest must have a known
 // format and be the digest of the definition stored beside it. A file that
-// fails any check is reported (ErrCorrupt, ErrFutureVersion) and left alone:
+// fails any check is reported (ErrCorrupt, ErrFutureVersion) and left alone,
+// as is a lock file (Lock, LockStore) that fails its checks:
 // this package never resets it, because an empty state would re-trust every
 // tool on first sight.
 package pin

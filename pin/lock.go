@@ -1,6 +1,9 @@
 package pin
 
 import (
+	"github.com/mcphost/mcphost/internal/canonical"
+	"github.com/mcphost/mcphost/internal/jsontree"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -24,12 +27,9 @@ const LockFileName = "mcphost.lock"
 // writes. A lock with a higher version is refused (ErrFutureVersion).
 const LockVersion = 1
 
-// ErrLockCorrupt means a lock file exists but cannot be read or trusted as
-// written: unreadable, not valid JSON, a key repeated or in the wrong case,
-// an unknown field, a digest that does not match its definition. The error
-// names the file and what is wrong; it is never resolved by rewriting the
-// file.
-var ErrLockCorrupt = errors.New("pin: lock file is unreadable or corrupt")
+// errLockCorrupt is ErrCorrupt, said of a lock file: every refusal of a
+// lock's content wraps it.
+var errLockCorrupt = fmt.Errorf("%w (a lock file)", ErrCorrupt)
 
 // Lock is the content of a lock file: per server, what it runs and what a
 // person reviewed of it. Its JSON form (Marshal) is deterministic: keys
@@ -106,7 +106,7 @@ func NewLockEntry(def json.RawMessage) (LockEntry, error) {
 // DigestBytes returns DigestPrefix and the 64 lower case hex digits of the
 // BLAKE3-256 hash of b's exact bytes: the digest of a whole file.
 func DigestBytes(b []byte) string {
-	return formatDigest(blake3.Sum256(b))
+	return canonical.Format(blake3.Sum256(b))
 }
 
 // DigestFile returns DigestBytes of the file at path's content, reading it
@@ -123,21 +123,21 @@ func DigestFile(path string) (string, error) {
 	}
 	var sum [32]byte
 	h.Sum(sum[:0])
-	return formatDigest(sum), nil
+	return canonical.Format(sum), nil
 }
 
 // ParseLock decodes and checks a lock file's content. Errors wrap
-// ErrFutureVersion for a newer format and ErrLockCorrupt otherwise, and
+// ErrFutureVersion for a newer format and ErrCorrupt otherwise, and
 // say what is wrong. The maps of the returned Lock are never nil.
 func ParseLock(data []byte) (*Lock, error) {
 	// A tool's definition starts at the sixth level (root, "servers",
 	// server, "tools", tool, definition).
-	root, err := parseObject(data, maxDepth+5)
+	root, err := canonical.ParseObject(data, canonical.MaxDepth+5)
 	if err != nil {
-		return nil, fmt.Errorf("%w: not valid JSON: %s", ErrLockCorrupt, errString(err))
+		return nil, fmt.Errorf("%w: %s", errLockCorrupt, errString(err))
 	}
-	if i := memberIndex(&root, "version"); i >= 0 {
-		if v, err := parseVersion(&root.kids[i].val); err == nil && v > LockVersion {
+	if i := root.Index("version"); i >= 0 {
+		if v, err := parseVersion(root.Obj[i].Val); err == nil && v > LockVersion {
 			return nil, fmt.Errorf("%w: lock format version %d, this mcphost reads up to %d", ErrFutureVersion, v, LockVersion)
 		}
 	}
@@ -145,16 +145,16 @@ func ParseLock(data []byte) (*Lock, error) {
 	dec.DisallowUnknownFields()
 	var l Lock
 	if err := dec.Decode(&l); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrLockCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", errLockCorrupt, err)
 	}
 	if l.Version != LockVersion {
-		return nil, fmt.Errorf("%w: \"version\" is %d, want %d", ErrLockCorrupt, l.Version, LockVersion)
+		return nil, fmt.Errorf("%w: \"version\" is %d, want %d", errLockCorrupt, l.Version, LockVersion)
 	}
 	if l.Servers == nil {
 		l.Servers = map[string]LockServer{}
 	}
 	if err := l.check(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrLockCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", errLockCorrupt, err)
 	}
 	// encoding/json matches keys regardless of case and keeps the last of
 	// repeated ones (parseObject refused those): the file must read as
@@ -162,14 +162,14 @@ func ParseLock(data []byte) (*Lock, error) {
 	// decoded from it.
 	again, err := l.marshal()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrLockCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", errLockCorrupt, err)
 	}
-	back, err := parseObject(again, maxDepth+5)
+	back, err := canonical.ParseObject(again, canonical.MaxDepth+5)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrLockCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", errLockCorrupt, err)
 	}
-	if !bytes.Equal(appendCanonical(nil, &root), appendCanonical(nil, &back)) {
-		return nil, fmt.Errorf("%w: it is not in the form mcphost writes it (a key in the wrong case, or an empty or null field written out)", ErrLockCorrupt)
+	if !bytes.Equal(canonical.Append(nil, root), canonical.Append(nil, back)) {
+		return nil, fmt.Errorf("%w: it is not in the form mcphost writes it (a key in the wrong case, or an empty or null field written out)", errLockCorrupt)
 	}
 	for name, s := range l.Servers {
 		if s.Tools == nil {
@@ -185,7 +185,7 @@ func ParseLock(data []byte) (*Lock, error) {
 func (l *Lock) check() error {
 	for _, name := range sortedKeys(l.Servers) {
 		s := l.Servers[name]
-		where := "servers[" + quoteKey([]byte(name)) + "]"
+		where := "servers[" + jsontree.QuoteName(name) + "]"
 		if name == "" || strings.ContainsAny(name, "/@") {
 			return fmt.Errorf("%s: not a server name", where)
 		}
@@ -199,20 +199,20 @@ func (l *Lock) check() error {
 			switch p.Role {
 			case RoleProgram, RoleInterpreter, RoleScript:
 			default:
-				return fmt.Errorf("%s: role %s, want %q, %q or %q", w, quoteKey([]byte(p.Role)), RoleProgram, RoleInterpreter, RoleScript)
+				return fmt.Errorf("%s: role %s, want %q, %q or %q", w, jsontree.QuoteName(p.Role), RoleProgram, RoleInterpreter, RoleScript)
 			}
 			if p.Path == "" {
 				return fmt.Errorf("%s: empty path", w)
 			}
 			if p.Digest != "" && !validDigest(p.Digest) {
-				return fmt.Errorf("%s: digest %s has an unknown format", w, quoteKey([]byte(p.Digest)))
+				return fmt.Errorf("%s: digest %s has an unknown format", w, jsontree.QuoteName(p.Digest))
 			}
 		}
 		for _, tool := range sortedKeys(s.Tools) {
 			if tool == "" {
 				return fmt.Errorf("%s.tools: empty tool name", where)
 			}
-			if err := checkLockEntry(where+".tools["+quoteKey([]byte(tool))+"]", s.Tools[tool]); err != nil {
+			if err := checkLockEntry(where+".tools["+jsontree.QuoteName(tool)+"]", s.Tools[tool]); err != nil {
 				return err
 			}
 		}
@@ -222,7 +222,7 @@ func (l *Lock) check() error {
 
 func checkLockEntry(where string, e LockEntry) error {
 	if !validDigest(e.Digest) {
-		return fmt.Errorf("%s: digest %s has an unknown format, want %q and 64 lower case hex digits", where, quoteKey([]byte(e.Digest)), DigestPrefix)
+		return fmt.Errorf("%s: digest %s has an unknown format, want %q and 64 lower case hex digits", where, jsontree.QuoteName(e.Digest), DigestPrefix)
 	}
 	d, err := Digest(e.Definition)
 	if err != nil {
@@ -333,14 +333,14 @@ type LockStore struct {
 
 // Load reads the lock file and returns it with the exact bytes read. A
 // missing file is an empty Lock and nil bytes, no error. Other failures
-// name the file and wrap ErrLockCorrupt or ErrFutureVersion.
+// name the file and wrap ErrCorrupt or ErrFutureVersion.
 func (s *LockStore) Load() (*Lock, []byte, error) {
 	data, err := readLimited(s.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Lock{Version: LockVersion, Servers: map[string]LockServer{}}, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrLockCorrupt, s.Path, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", errLockCorrupt, s.Path, err)
 	}
 	l, err := ParseLock(data)
 	if err != nil {

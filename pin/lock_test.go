@@ -84,7 +84,7 @@ func TestParseLockRefuses(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("ParseLock: %v, want an error with %q", err, tt.want)
 			}
-			if errors.Is(err, ErrFutureVersion) != tt.future || errors.Is(err, ErrLockCorrupt) == tt.future {
+			if errors.Is(err, ErrFutureVersion) != tt.future || errors.Is(err, ErrCorrupt) == tt.future {
 				t.Errorf("error kind: %v", err)
 			}
 		})

@@ -1,6 +1,9 @@
 package pin
 
 import (
+	"github.com/mcphost/mcphost/internal/canonical"
+	"github.com/mcphost/mcphost/internal/jsontree"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -32,22 +35,25 @@ const FormatVersion = 4
 // tools of 10 KiB each are 100 MiB.
 const maxStateSize = 256 << 20
 
-// Errors of Store.Load and Store.Update that a caller acts on. Neither is
-// ever resolved by resetting the file: that would re-trust every tool.
+// Errors about the two files of this package, the reviewed-tools state
+// file (Store) and the lock file (LockStore, ParseLock), that a caller
+// acts on. The error text names the file; none is ever resolved by
+// resetting the file: that would re-trust every tool.
 var (
-	// ErrCorrupt means the state file exists but cannot be read or trusted:
-	// unreadable, not valid JSON, wrong types, unknown fields, a digest of an
-	// unknown format or one that does not match its definition. The error
-	// names the file and what is wrong; a person must fix the file or move
-	// it aside (after which every tool is reviewed again).
-	ErrCorrupt = errors.New("pin: reviewed-tools state file is unreadable or corrupt")
-	// ErrFutureVersion means the state file was written by a newer version
-	// of this package, in a format this one does not know.
-	ErrFutureVersion = errors.New("pin: reviewed-tools state file has a newer format")
-	// ErrLocked means Update could not take the state file's lock within
-	// Store.LockTimeout: another process holds it. An honest holder (an
+	// ErrCorrupt means the file exists but cannot be read or trusted:
+	// unreadable, not valid JSON, a key repeated or in the wrong case,
+	// wrong types, unknown fields, a digest of an unknown format or one
+	// that does not match its definition. The error says what is wrong;
+	// a person must fix the file or move it aside (after which every tool
+	// is reviewed again).
+	ErrCorrupt = errors.New("pin: file is unreadable or corrupt")
+	// ErrFutureVersion means the file was written by a newer version of
+	// this package, in a format this one does not know.
+	ErrFutureVersion = errors.New("pin: file has a newer format")
+	// ErrLocked means Update could not take the file's lock within the
+	// store's LockTimeout: another process holds it. An honest holder (an
 	// Update in another mcphost) holds it for milliseconds.
-	ErrLocked = errors.New("pin: reviewed-tools state file is locked by another process")
+	ErrLocked = errors.New("pin: file is locked by another process")
 )
 
 // DefaultLockTimeout is how long Update waits for the state file's lock
@@ -112,11 +118,11 @@ func InstructionsDefinition(text string) json.RawMessage {
 // InstructionsText returns the text of an InstructionsDefinition, and
 // false if def is not one.
 func InstructionsText(def json.RawMessage) (string, bool) {
-	v, err := parseObject(def, maxDepth)
-	if err != nil || len(v.kids) != 1 || string(v.kids[0].key) != "instructions" || v.kids[0].val.kind != kindString {
+	v, err := canonical.ParseObject(def, canonical.MaxDepth)
+	if err != nil || len(v.Obj) != 1 || v.Obj[0].Name != "instructions" || v.Obj[0].Val.Kind != jsontree.String {
 		return "", false
 	}
-	return string(v.kids[0].val.text), true
+	return v.Obj[0].Val.Str, true
 }
 
 // TableKey returns the key of a reviewed server table in State.Tables: the
@@ -145,7 +151,8 @@ type ServerEntry struct {
 	// Tools are the names of the server's tools at review, each once;
 	// Update writes them sorted.
 	Tools []string `json:"tools"`
-	// Instructions is DigestInstructions of the server's instructions, ""
+	// Instructions is the digest of the server's instructions (DigestPrefix
+	// and the BLAKE3-256 of the exact text), ""
 	// if it had none.
 	Instructions string `json:"instructions"`
 }
@@ -265,17 +272,17 @@ func (e *futureVersionError) Is(target error) bool { return target == ErrFutureV
 func parseState(data []byte) (*State, error) {
 	// A definition starts at the fourth level of the file (root, "tools",
 	// entry, definition), so this bound is exactly Digest's for it.
-	root, err := parseObject(data, maxDepth+3)
+	root, err := canonical.ParseObject(data, canonical.MaxDepth+3)
 	if err != nil {
-		return nil, fmt.Errorf("not valid JSON: %s", errString(err))
+		return nil, errors.New(errString(err))
 	}
 	// The version decides how to read the rest, so it is read first: a
 	// newer format is reported as such even if the rest looks wrong.
-	i := memberIndex(&root, "version")
+	i := root.Index("version")
 	if i < 0 {
 		return nil, errors.New("no \"version\" field")
 	}
-	version, err := parseVersion(&root.kids[i].val)
+	version, err := parseVersion(root.Obj[i].Val)
 	if err != nil {
 		return nil, err
 	}
@@ -286,35 +293,35 @@ func parseState(data []byte) (*State, error) {
 	// The digest of each definition, computed from the tree already parsed
 	// rather than by parsing each definition again.
 	var digests, tableDigests, insDigests, promptDigests map[string]string
-	for _, m := range root.kids {
-		switch string(m.key) {
+	for _, m := range root.Obj {
+		switch m.Name {
 		case "version":
 		case "tools":
-			if digests, err = decodeEntries(st.Tools, "tools", data, &m.val, digests); err != nil {
+			if digests, err = decodeEntries(st.Tools, "tools", data, m.Val, digests); err != nil {
 				return nil, err
 			}
 		case "tables":
-			if tableDigests, err = decodeEntries(st.Tables, "tables", data, &m.val, tableDigests); err != nil {
+			if tableDigests, err = decodeEntries(st.Tables, "tables", data, m.Val, tableDigests); err != nil {
 				return nil, err
 			}
 		case "instructions":
-			if insDigests, err = decodeEntries(st.Instructions, "instructions", data, &m.val, insDigests); err != nil {
+			if insDigests, err = decodeEntries(st.Instructions, "instructions", data, m.Val, insDigests); err != nil {
 				return nil, err
 			}
 		case "prompts":
-			if promptDigests, err = decodeEntries(st.Prompts, "prompts", data, &m.val, promptDigests); err != nil {
+			if promptDigests, err = decodeEntries(st.Prompts, "prompts", data, m.Val, promptDigests); err != nil {
 				return nil, err
 			}
 		case "servers":
-			if err := decodeServers(st, &m.val); err != nil {
+			if err := decodeServers(st, m.Val); err != nil {
 				return nil, err
 			}
 		case "locks":
-			if err := decodeLocks(st, &m.val); err != nil {
+			if err := decodeLocks(st, m.Val); err != nil {
 				return nil, err
 			}
 		default:
-			return nil, fmt.Errorf("unknown field %s", quoteKey(m.key))
+			return nil, fmt.Errorf("unknown field %s", jsontree.QuoteName(m.Name))
 		}
 	}
 	byField := map[string]map[string]string{"tools": digests, "tables": tableDigests, "instructions": insDigests, "prompts": promptDigests}
@@ -328,13 +335,13 @@ func parseState(data []byte) (*State, error) {
 	return st, nil
 }
 
-func parseVersion(v *value) (int64, error) {
-	if v.kind != kindNumber {
+func parseVersion(v *jsontree.Value) (int64, error) {
+	if v.Kind != jsontree.Number {
 		return 0, errors.New("\"version\" is not a number")
 	}
-	n, err := strconv.ParseInt(string(v.text), 10, 32)
+	n, err := strconv.ParseInt(string(v.Raw), 10, 32)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("\"version\" is %s, want a positive integer", v.text)
+		return 0, fmt.Errorf("\"version\" is %s, want a positive integer", v.Raw)
 	}
 	return n, nil
 }
@@ -342,51 +349,51 @@ func parseVersion(v *value) (int64, error) {
 // decodeEntries decodes the object of entries named field ("tools" or
 // "tables"), parsed from data, into into and returns the digest of each
 // entry's definition, in digests (made if nil).
-func decodeEntries(into map[string]Entry, field string, data []byte, v *value, digests map[string]string) (map[string]string, error) {
-	if v.kind == kindNull {
+func decodeEntries(into map[string]Entry, field string, data []byte, v *jsontree.Value, digests map[string]string) (map[string]string, error) {
+	if v.Kind == jsontree.Null {
 		return digests, nil
 	}
-	if v.kind != kindObject {
+	if v.Kind != jsontree.Object {
 		return nil, fmt.Errorf("%q is not an object", field)
 	}
 	if digests == nil {
-		digests = make(map[string]string, len(v.kids))
+		digests = make(map[string]string, len(v.Obj))
 	}
 	var buf []byte
-	for _, m := range v.kids {
-		where := field + "[" + quoteKey(m.key) + "]"
-		if m.val.kind != kindObject {
+	for _, m := range v.Obj {
+		where := field + "[" + jsontree.QuoteName(m.Name) + "]"
+		if m.Val.Kind != jsontree.Object {
 			return nil, fmt.Errorf("%s is not an object", where)
 		}
 		var e Entry
 		var seen [3]bool
-		for _, f := range m.val.kids {
-			switch string(f.key) {
+		for _, f := range m.Val.Obj {
+			switch f.Name {
 			case "digest":
-				if f.val.kind != kindString {
+				if f.Val.Kind != jsontree.String {
 					return nil, fmt.Errorf("%s.digest is not a string", where)
 				}
-				e.Digest = string(f.val.text)
+				e.Digest = f.Val.Str
 				seen[0] = true
 			case "definition":
-				if f.val.kind != kindObject {
+				if f.Val.Kind != jsontree.Object {
 					return nil, fmt.Errorf("%s.definition is not an object", where)
 				}
-				e.Definition = slices.Clone(data[f.start:f.end])
-				buf, digests[string(m.key)] = digestTree(buf, &f.val)
+				e.Definition = json.RawMessage(f.Val.Raw)
+				buf, digests[m.Name] = canonical.DigestTree(buf, f.Val)
 				seen[1] = true
 			case "reviewed_at":
-				if f.val.kind != kindString {
+				if f.Val.Kind != jsontree.String {
 					return nil, fmt.Errorf("%s.reviewed_at is not a string", where)
 				}
-				t, err := time.Parse(time.RFC3339Nano, string(f.val.text))
+				t, err := time.Parse(time.RFC3339Nano, f.Val.Str)
 				if err != nil {
 					return nil, fmt.Errorf("%s.reviewed_at: %w", where, err)
 				}
 				e.ReviewedAt = t
 				seen[2] = true
 			default:
-				return nil, fmt.Errorf("%s has an unknown field %s", where, quoteKey(f.key))
+				return nil, fmt.Errorf("%s has an unknown field %s", where, jsontree.QuoteName(f.Name))
 			}
 		}
 		for i, name := range [...]string{"digest", "definition", "reviewed_at"} {
@@ -394,66 +401,66 @@ func decodeEntries(into map[string]Entry, field string, data []byte, v *value, d
 				return nil, fmt.Errorf("%s has no %q", where, name)
 			}
 		}
-		into[string(m.key)] = e
+		into[m.Name] = e
 	}
 	return digests, nil
 }
 
-func decodeLocks(st *State, v *value) error {
-	if v.kind == kindNull {
+func decodeLocks(st *State, v *jsontree.Value) error {
+	if v.Kind == jsontree.Null {
 		return nil
 	}
-	if v.kind != kindObject {
+	if v.Kind != jsontree.Object {
 		return errors.New("\"locks\" is not an object")
 	}
-	for _, m := range v.kids {
-		if m.val.kind != kindString {
-			return fmt.Errorf("locks[%s] is not a string", quoteKey(m.key))
+	for _, m := range v.Obj {
+		if m.Val.Kind != jsontree.String {
+			return fmt.Errorf("locks[%s] is not a string", jsontree.QuoteName(m.Name))
 		}
-		st.Locks[string(m.key)] = string(m.val.text)
+		st.Locks[m.Name] = m.Val.Str
 	}
 	return nil
 }
 
-func decodeServers(st *State, v *value) error {
-	if v.kind == kindNull {
+func decodeServers(st *State, v *jsontree.Value) error {
+	if v.Kind == jsontree.Null {
 		return nil
 	}
-	if v.kind != kindObject {
+	if v.Kind != jsontree.Object {
 		return errors.New("\"servers\" is not an object")
 	}
-	for _, m := range v.kids {
-		where := "servers[" + quoteKey(m.key) + "]"
-		if m.val.kind != kindObject {
+	for _, m := range v.Obj {
+		where := "servers[" + jsontree.QuoteName(m.Name) + "]"
+		if m.Val.Kind != jsontree.Object {
 			return fmt.Errorf("%s is not an object", where)
 		}
 		var e ServerEntry
-		for _, f := range m.val.kids {
-			switch string(f.key) {
+		for _, f := range m.Val.Obj {
+			switch f.Name {
 			case "tools":
-				if f.val.kind == kindNull {
+				if f.Val.Kind == jsontree.Null {
 					continue
 				}
-				if f.val.kind != kindArray {
+				if f.Val.Kind != jsontree.Array {
 					return fmt.Errorf("%s.tools is not an array", where)
 				}
-				e.Tools = make([]string, 0, len(f.val.kids))
-				for _, t := range f.val.kids {
-					if t.val.kind != kindString {
+				e.Tools = make([]string, 0, len(f.Val.Arr))
+				for _, t := range f.Val.Arr {
+					if t.Kind != jsontree.String {
 						return fmt.Errorf("%s.tools has an element that is not a string", where)
 					}
-					e.Tools = append(e.Tools, string(t.val.text))
+					e.Tools = append(e.Tools, t.Str)
 				}
 			case "instructions":
-				if f.val.kind != kindString {
+				if f.Val.Kind != jsontree.String {
 					return fmt.Errorf("%s.instructions is not a string", where)
 				}
-				e.Instructions = string(f.val.text)
+				e.Instructions = f.Val.Str
 			default:
-				return fmt.Errorf("%s has an unknown field %s", where, quoteKey(f.key))
+				return fmt.Errorf("%s has an unknown field %s", where, jsontree.QuoteName(f.Name))
 			}
 		}
-		st.Servers[string(m.key)] = e
+		st.Servers[m.Name] = e
 	}
 	return nil
 }
@@ -484,10 +491,10 @@ func checkState(st *State, digestOf func(field, key string, def json.RawMessage)
 	}
 	for _, k := range sortedKeys(st.Locks) {
 		if !strings.HasPrefix(k, "/") {
-			return fmt.Errorf("locks[%s]: key is not an absolute path", quoteKey([]byte(k)))
+			return fmt.Errorf("locks[%s]: key is not an absolute path", jsontree.QuoteName(k))
 		}
 		if !validDigest(st.Locks[k]) {
-			return fmt.Errorf("locks[%s]: digest %s has an unknown format", quoteKey([]byte(k)), quoteKey([]byte(st.Locks[k])))
+			return fmt.Errorf("locks[%s]: digest %s has an unknown format", jsontree.QuoteName(k), jsontree.QuoteName(st.Locks[k]))
 		}
 	}
 	if err := checkEntries(st.Instructions, "instructions", digestOf, func(k string) error {
@@ -500,7 +507,7 @@ func checkState(st *State, digestOf func(field, key string, def json.RawMessage)
 	}
 	for _, k := range sortedKeys(st.Instructions) {
 		if _, ok := InstructionsText(st.Instructions[k].Definition); !ok {
-			return fmt.Errorf("instructions[%s]: definition is not {\"instructions\": text}", quoteKey([]byte(k)))
+			return fmt.Errorf("instructions[%s]: definition is not {\"instructions\": text}", jsontree.QuoteName(k))
 		}
 	}
 	if err := checkEntries(st.Prompts, "prompts", digestOf, func(k string) error {
@@ -519,13 +526,13 @@ func checkState(st *State, digestOf func(field, key string, def json.RawMessage)
 func checkEntries(entries map[string]Entry, field string, digestOf func(field, key string, def json.RawMessage) (string, error), checkKey func(string) error) error {
 	for _, k := range sortedKeys(entries) {
 		e := entries[k]
-		where := field + "[" + quoteKey([]byte(k)) + "]"
+		where := field + "[" + jsontree.QuoteName(k) + "]"
 		if err := checkKey(k); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		if !validDigest(e.Digest) {
 			return fmt.Errorf("%s: digest %s has an unknown format, want %q and 64 lower case hex digits",
-				where, quoteKey([]byte(e.Digest)), DigestPrefix)
+				where, jsontree.QuoteName(e.Digest), DigestPrefix)
 		}
 		d, err := digestOf(field, k, e.Definition)
 		if err != nil {
@@ -544,13 +551,13 @@ func checkEntries(entries map[string]Entry, field string, digestOf func(field, k
 func checkServers(st *State) error {
 	for _, k := range sortedKeys(st.Servers) {
 		e := st.Servers[k]
-		where := "servers[" + quoteKey([]byte(k)) + "]"
+		where := "servers[" + jsontree.QuoteName(k) + "]"
 		if k == "" || strings.Contains(k, "/") {
 			return fmt.Errorf("%s: not a server name", where)
 		}
 		if e.Instructions != "" && !validDigest(e.Instructions) {
 			return fmt.Errorf("%s: instructions digest %s has an unknown format, want %q and 64 lower case hex digits",
-				where, quoteKey([]byte(e.Instructions)), DigestPrefix)
+				where, jsontree.QuoteName(e.Instructions), DigestPrefix)
 		}
 		seen := make(map[string]bool, len(e.Tools))
 		for _, t := range e.Tools {
@@ -558,7 +565,7 @@ func checkServers(st *State) error {
 				return fmt.Errorf("%s: empty tool name", where)
 			}
 			if seen[t] {
-				return fmt.Errorf("%s: tool %s listed twice", where, quoteKey([]byte(t)))
+				return fmt.Errorf("%s: tool %s listed twice", where, jsontree.QuoteName(t))
 			}
 			seen[t] = true
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcphost/mcphost/internal/canonical"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -58,7 +59,7 @@ func TestLoadFixture(t *testing.T) {
 		t.Errorf("Digest(Definition) = %s, %v; want %s", d, err, e.Digest)
 	}
 	srv := st.Servers["notes"]
-	if !slices.Equal(srv.Tools, []string{"delete_note", "list_notes"}) || srv.Instructions != DigestInstructions("Use list_notes first.") {
+	if !slices.Equal(srv.Tools, []string{"delete_note", "list_notes"}) || srv.Instructions != digestInstructions("Use list_notes first.") {
 		t.Errorf("Servers[notes] = %+v", srv)
 	}
 }
@@ -75,7 +76,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	err = s.Update(func(st *State) error {
 		st.Tools[Key("notes", "search_notes")] = entry
 		st.Tools[Key("notes", "a/b")] = testEntry("a/b") // a tool name may hold a slash
-		st.Servers["notes"] = ServerEntry{Tools: []string{"search_notes", "a/b"}, Instructions: DigestInstructions("Be careful.")}
+		st.Servers["notes"] = ServerEntry{Tools: []string{"search_notes", "a/b"}, Instructions: digestInstructions("Be careful.")}
 		return nil
 	})
 	if err != nil {
@@ -95,7 +96,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if _, ok := st.Tools["notes/a/b"]; !ok {
 		t.Errorf("tool with a slash in its name lost: %v", st.Tools)
 	}
-	if srv := st.Servers["notes"]; !slices.Equal(srv.Tools, []string{"a/b", "search_notes"}) || srv.Instructions != DigestInstructions("Be careful.") {
+	if srv := st.Servers["notes"]; !slices.Equal(srv.Tools, []string{"a/b", "search_notes"}) || srv.Instructions != digestInstructions("Be careful.") {
 		t.Errorf("server entry = %+v, want sorted tools and the instructions digest", srv)
 	}
 
@@ -147,7 +148,7 @@ func TestUpdateKeepsModeOfWiderFile(t *testing.T) {
 func TestStoreDeepDefinition(t *testing.T) {
 	// A definition at the nesting limit is accepted by Digest, so its pin
 	// must load, although the state file nests it a few levels deeper.
-	def := `{"a":` + strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1) + `}`
+	def := `{"a":` + strings.Repeat("[", canonical.MaxDepth-1) + strings.Repeat("]", canonical.MaxDepth-1) + `}`
 	e, err := NewEntry(json.RawMessage(def), time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestLoadCorrupt(t *testing.T) {
 	// error must say that thing.
 	tests := map[string]string{
 		"array":                    "want a JSON object",
-		"definition_duplicate_key": "not valid JSON",
+		"definition_duplicate_key": "duplicate object key",
 		"definition_missing":       `has no "definition"`,
 		"definition_string":        "definition is not an object",
 		"digest_future_format":     "unknown format",
@@ -174,9 +175,9 @@ func TestLoadCorrupt(t *testing.T) {
 		"digest_missing":           `has no "digest"`,
 		"digest_unknown_format":    "unknown format",
 		"digest_upper_case":        "unknown format",
-		"duplicate_field":          "not valid JSON",
-		"duplicate_tool":           "not valid JSON",
-		"empty":                    "empty input",
+		"duplicate_field":          "duplicate object key",
+		"duplicate_tool":           "duplicate object key",
+		"empty":                    "end of the text, want a value",
 		"entry_null":               "is not an object",
 		"field_case":               `unknown field "Digest"`,
 		"invalid_utf8":             "invalid UTF-8",
@@ -195,8 +196,8 @@ func TestLoadCorrupt(t *testing.T) {
 		"tool_key_no_server":       `not "server/tool"`,
 		"tools_array":              `"tools" is not an object`,
 		"tables_bad_key":           `key is not "server@/absolute/config/path"`,
-		"trailing_data":            "after the object",
-		"truncated":                "unexpected end of input",
+		"trailing_data":            "after the value",
+		"truncated":                "end of the text in a string",
 		"unknown_entry_field":      `unknown field "approved"`,
 		"unknown_field":            `unknown field "trust_everything"`,
 		"version_exponent":         `"version" is 1e1`,

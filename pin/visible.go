@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 )
 
+const hexDigits = "0123456789abcdef"
+
 // Visible returns s with every character a person could not see, or that a
 // terminal would act on instead of showing, replaced by a visible escape.
 // The result holds only printable ASCII and visible, non-space Unicode

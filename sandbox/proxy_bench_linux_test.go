@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost/mcphost/egress"
+	"github.com/mcphost/mcphost/internal/egress"
 )
 
 // bulkSize is what one bulk request of BenchmarkNetwork downloads.

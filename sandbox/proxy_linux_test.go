@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mcphost/mcphost/egress"
+	"github.com/mcphost/mcphost/internal/egress"
 )
 
 // recordingResolver resolves from a table and records every name asked.

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"github.com/mcphost/mcphost/internal/jsontree"
+
 	"fmt"
 	"math"
 	"math/big"
@@ -69,7 +71,7 @@ func (p path) String() string {
 	var b strings.Builder
 	for _, t := range p {
 		b.WriteByte('/')
-		b.WriteString(escapeToken(t))
+		b.WriteString(jsontree.EscapeToken(t))
 	}
 	return b.String()
 }
@@ -81,14 +83,14 @@ func analyze(root *value) *doc {
 	// The maps are made on first use: most schemas have no $ref and no
 	// in-place keyword, and discovery analyzes every tool's schema.
 	a := &doc{root: root}
-	if s := root.get("$schema"); s != nil {
-		if s.kind != kindString {
+	if s := root.Get("$schema"); s != nil {
+		if s.Kind != kindString {
 			a.failCheck(path{"$schema"}, "$schema must be a string naming a JSON Schema dialect")
 			return a
 		}
-		d, ok := dialectOf(s.str)
+		d, ok := dialectOf(s.Str)
 		if !ok {
-			a.failCheck(path{"$schema"}, "$schema %s names a JSON Schema dialect mcphost does not know (it knows 2020-12, 2019-09, draft-07 and draft-06), so it cannot tell what the keywords mean", quote(s.str))
+			a.failCheck(path{"$schema"}, "$schema %s names a JSON Schema dialect mcphost does not know (it knows 2020-12, 2019-09, draft-07 and draft-06), so it cannot tell what the keywords mean", quote(s.Str))
 			return a
 		}
 		a.d = d
@@ -104,139 +106,139 @@ func analyze(root *value) *doc {
 
 // walk checks one schema and everything under it.
 func (a *doc) walk(s *value, ptr path, isRoot bool) {
-	if s.kind == kindBool {
+	if s.Kind == kindBool {
 		return
 	}
-	if s.kind != kindObject {
-		a.failCheck(ptr, "a schema must be an object or a boolean, not %s", s.kind)
+	if s.Kind != kindObject {
+		a.failCheck(ptr, "a schema must be an object or a boolean, not %s", s.Kind)
 		return
 	}
-	if s.has("$defs") && s.has("definitions") {
+	if s.Has("$defs") && s.Has("definitions") {
 		a.failCheck(ptr, "both $defs and definitions are present; the validator accepts one of them")
 	}
-	for _, m := range s.obj {
-		p := append(ptr, m.name)
-		v := m.val
-		switch keyword(m.name, a.d) {
+	for _, m := range s.Obj {
+		p := append(ptr, m.Name)
+		v := m.Val
+		switch keyword(m.Name, a.d) {
 		case clUnknown:
 			// Ignored by the dialect, and so by this package.
 		case clSchema:
 			if a.isSchema(v, p) {
 				a.walk(v, p, false)
-				if inPlace(m.name) {
+				if inPlace(m.Name) {
 					a.edge(s, v)
 				}
 			}
 		case clSchemaList:
-			if v.kind != kindArray {
-				a.failCheck(p, "%s must be an array of schemas", m.name)
+			if v.Kind != kindArray {
+				a.failCheck(p, "%s must be an array of schemas", m.Name)
 				continue
 			}
-			for i, e := range v.arr {
+			for i, e := range v.Arr {
 				ep := append(p, strconv.Itoa(i))
 				if a.isSchema(e, ep) {
 					a.walk(e, ep, false)
-					if inPlace(m.name) {
+					if inPlace(m.Name) {
 						a.edge(s, e)
 					}
 				}
 			}
 		case clSchemaMap, clContainer:
-			if v.kind != kindObject {
-				a.failCheck(p, "%s must be an object of schemas", m.name)
+			if v.Kind != kindObject {
+				a.failCheck(p, "%s must be an object of schemas", m.Name)
 				continue
 			}
-			for _, e := range v.obj {
-				ep := append(p, e.name)
-				if m.name == "patternProperties" && !a.compiles(e.name) {
-					a.failCheck(ep, "the patternProperties pattern %s uses regular expression features Go's regexp (RE2) does not have, so which names it admits cannot be checked", quote(e.name))
+			for _, e := range v.Obj {
+				ep := append(p, e.Name)
+				if m.Name == "patternProperties" && !a.compiles(e.Name) {
+					a.failCheck(ep, "the patternProperties pattern %s uses regular expression features Go's regexp (RE2) does not have, so which names it admits cannot be checked", quote(e.Name))
 				}
-				if a.isSchema(e.val, ep) {
-					a.walk(e.val, ep, false)
-					if inPlace(m.name) {
-						a.edge(s, e.val)
+				if a.isSchema(e.Val, ep) {
+					a.walk(e.Val, ep, false)
+					if inPlace(m.Name) {
+						a.edge(s, e.Val)
 					}
 				}
 			}
 		case clItems:
 			switch {
-			case v.kind == kindArray && a.d != draft2020:
-				for i, e := range v.arr {
+			case v.Kind == kindArray && a.d != draft2020:
+				for i, e := range v.Arr {
 					ep := append(p, strconv.Itoa(i))
 					if a.isSchema(e, ep) {
 						a.walk(e, ep, false)
 					}
 				}
-			case v.kind == kindArray:
+			case v.Kind == kindArray:
 				a.failCheck(p, "items must be a schema in 2020-12 (tuples are written prefixItems)")
 			case a.isSchema(v, p):
 				a.walk(v, p, false)
 			}
 		case clDeps:
-			if v.kind != kindObject {
+			if v.Kind != kindObject {
 				a.failCheck(p, "dependencies must be an object")
 				continue
 			}
-			for _, e := range v.obj {
-				ep := append(p, e.name)
-				if e.val.kind == kindArray {
-					a.checkNames(e.val, ep, "dependencies")
-				} else if a.isSchema(e.val, ep) {
-					a.walk(e.val, ep, false)
-					a.edge(s, e.val)
+			for _, e := range v.Obj {
+				ep := append(p, e.Name)
+				if e.Val.Kind == kindArray {
+					a.checkNames(e.Val, ep, "dependencies")
+				} else if a.isSchema(e.Val, ep) {
+					a.walk(e.Val, ep, false)
+					a.edge(s, e.Val)
 				}
 			}
 		case clNumber:
 			if _, ok := finite(v); !ok {
-				a.failCheck(p, "%s must be a number (got %s)", m.name, short(v))
+				a.failCheck(p, "%s must be a number (got %s)", m.Name, short(v))
 			}
 		case clPositive:
 			if f, ok := finite(v); !ok || f <= 0 {
-				a.failCheck(p, "%s must be a number greater than 0 (got %s)", m.name, short(v))
+				a.failCheck(p, "%s must be a number greater than 0 (got %s)", m.Name, short(v))
 			}
 		case clCount:
 			if !isCount(v) {
-				a.failCheck(p, "%s must be a non-negative integer (got %s)", m.name, short(v))
+				a.failCheck(p, "%s must be a non-negative integer (got %s)", m.Name, short(v))
 			}
 		case clString:
-			if v.kind != kindString {
-				a.failCheck(p, "%s must be a string", m.name)
-			} else if m.name == "pattern" {
-				a.compiles(v.str)
+			if v.Kind != kindString {
+				a.failCheck(p, "%s must be a string", m.Name)
+			} else if m.Name == "pattern" {
+				a.compiles(v.Str)
 			}
 		case clBool:
-			if v.kind != kindBool {
-				a.failCheck(p, "%s must be true or false", m.name)
+			if v.Kind != kindBool {
+				a.failCheck(p, "%s must be true or false", m.Name)
 			}
 		case clNames:
-			a.checkNames(v, p, m.name)
+			a.checkNames(v, p, m.Name)
 		case clNamesMap:
-			if v.kind != kindObject {
-				a.failCheck(p, "%s must be an object of arrays of names", m.name)
+			if v.Kind != kindObject {
+				a.failCheck(p, "%s must be an object of arrays of names", m.Name)
 				continue
 			}
-			for _, e := range v.obj {
-				a.checkNames(e.val, append(p, e.name), m.name)
+			for _, e := range v.Obj {
+				a.checkNames(e.Val, append(p, e.Name), m.Name)
 			}
 		case clType:
 			a.checkType(v, p)
 		case clArray:
-			if v.kind != kindArray {
-				a.failCheck(p, "%s must be an array", m.name)
+			if v.Kind != kindArray {
+				a.failCheck(p, "%s must be an array", m.Name)
 			}
 		case clAny:
 		case clRef:
-			if v.kind != kindString {
-				a.failCheck(p, "%s must be a string", m.name)
+			if v.Kind != kindString {
+				a.failCheck(p, "%s must be a string", m.Name)
 				continue
 			}
-			if m.name != "$ref" {
-				a.failCheck(p, "%s is not supported: mcphost cannot tell statically what it refers to", m.name)
+			if m.Name != "$ref" {
+				a.failCheck(p, "%s is not supported: mcphost cannot tell statically what it refers to", m.Name)
 				continue
 			}
-			r, reason := a.resolve(v.str)
+			r, reason := a.resolve(v.Str)
 			if reason != "" {
-				a.failCheck(p, "$ref %s %s", quote(v.str), reason)
+				a.failCheck(p, "$ref %s %s", quote(v.Str), reason)
 				continue
 			}
 			if a.refs == nil {
@@ -245,19 +247,19 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 			a.refs[s] = r
 			a.edge(s, r.target)
 		case clAnnotation:
-			a.checkAnnotation(m.name, v, p)
+			a.checkAnnotation(m.Name, v, p)
 		case clIdentity:
-			switch m.name {
+			switch m.Name {
 			case "$schema":
 				if isRoot {
 					continue
 				}
-				d, ok := dialectOf(v.str)
-				if v.kind != kindString || !ok || d != a.d {
+				d, ok := dialectOf(v.Str)
+				if v.Kind != kindString || !ok || d != a.d {
 					a.failCheck(p, "a nested $schema that changes the dialect is not supported")
 				}
 			case "$id":
-				if v.kind != kindString {
+				if v.Kind != kindString {
 					a.failCheck(p, "$id must be a string")
 				} else if !isRoot {
 					a.failCheck(p, "$id below the root (an embedded schema resource) is not supported: it changes what references inside it mean")
@@ -266,8 +268,8 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 				a.failCheck(p, "$recursiveAnchor is not supported")
 			case "$vocabulary":
 			default: // $anchor, $dynamicAnchor: harmless unless referred to, and "#name" references are refused.
-				if v.kind != kindString {
-					a.failCheck(p, "%s must be a string", m.name)
+				if v.Kind != kindString {
+					a.failCheck(p, "%s must be a string", m.Name)
 				}
 			}
 		}
@@ -284,20 +286,20 @@ func (a *doc) edge(s, v *value) {
 
 // isSchema reports whether v can be a schema, and records it if not.
 func (a *doc) isSchema(v *value, ptr path) bool {
-	if v.kind == kindObject || v.kind == kindBool {
+	if v.Kind == kindObject || v.Kind == kindBool {
 		return true
 	}
-	a.failCheck(ptr, "a schema must be an object or a boolean, not %s", v.kind)
+	a.failCheck(ptr, "a schema must be an object or a boolean, not %s", v.Kind)
 	return false
 }
 
 func (a *doc) checkNames(v *value, ptr path, kw string) {
-	if v.kind != kindArray {
+	if v.Kind != kindArray {
 		a.failCheck(ptr, "%s must be an array of names", kw)
 		return
 	}
-	for i, e := range v.arr {
-		if e.kind != kindString {
+	for i, e := range v.Arr {
+		if e.Kind != kindString {
 			a.failCheck(append(ptr, strconv.Itoa(i)), "%s must list names (strings)", kw)
 			return
 		}
@@ -305,14 +307,14 @@ func (a *doc) checkNames(v *value, ptr path, kw string) {
 }
 
 func (a *doc) checkType(v *value, ptr path) {
-	switch v.kind {
+	switch v.Kind {
 	case kindString:
-		if !isTypeName(v.str) {
-			a.failCheck(ptr, "type %s is not a JSON Schema type", quote(v.str))
+		if !isTypeName(v.Str) {
+			a.failCheck(ptr, "type %s is not a JSON Schema type", quote(v.Str))
 		}
 	case kindArray:
-		for i, e := range v.arr {
-			if e.kind != kindString || !isTypeName(e.str) {
+		for i, e := range v.Arr {
+			if e.Kind != kindString || !isTypeName(e.Str) {
 				a.failCheck(append(ptr, strconv.Itoa(i)), "type must list JSON Schema type names")
 				return
 			}
@@ -326,20 +328,20 @@ func (a *doc) checkAnnotation(name string, v *value, ptr path) {
 	switch name {
 	case "default":
 	case "examples":
-		if v.kind != kindArray {
+		if v.Kind != kindArray {
 			a.failAnnotation(ptr, "examples must be an array")
 		}
 	case "deprecated", "readOnly", "writeOnly":
-		if v.kind != kindBool {
+		if v.Kind != kindBool {
 			a.failAnnotation(ptr, "%s must be true or false", name)
 		}
 	case "contentSchema":
-		if v.kind != kindObject && v.kind != kindBool {
+		if v.Kind != kindObject && v.Kind != kindBool {
 			a.failAnnotation(ptr, "contentSchema must be a schema")
 		}
 	default: // title, description, $comment, format, contentEncoding, contentMediaType
-		if v.kind != kindString {
-			a.failAnnotation(ptr, "%s must be a string, not %s", name, v.kind)
+		if v.Kind != kindString {
+			a.failAnnotation(ptr, "%s must be a string, not %s", name, v.Kind)
 		}
 	}
 }
@@ -366,11 +368,11 @@ func (a *doc) resolve(s string) (ref, string) {
 	}
 	segs := strings.Split(frag[1:], "/")
 	for i := 0; i < len(segs); i++ {
-		if cur.kind != kindObject {
+		if cur.Kind != kindObject {
 			return ref{}, "does not resolve to a schema in this document"
 		}
-		kw := unescapeToken(segs[i])
-		v := cur.get(kw)
+		kw := jsontree.UnescapeToken(segs[i])
+		v := cur.Get(kw)
 		if v == nil {
 			return ref{}, "does not resolve to a schema in this document"
 		}
@@ -379,17 +381,17 @@ func (a *doc) resolve(s string) (ref, string) {
 			cur = v
 			continue
 		case clItems:
-			if v.kind != kindArray {
+			if v.Kind != kindArray {
 				cur = v
 				continue
 			}
 		case clSchemaList:
 		case clSchemaMap, clContainer, clDeps:
 			i++
-			if i >= len(segs) || v.kind != kindObject {
+			if i >= len(segs) || v.Kind != kindObject {
 				return ref{}, "does not resolve to a schema in this document"
 			}
-			e := v.get(unescapeToken(segs[i]))
+			e := v.Get(jsontree.UnescapeToken(segs[i]))
 			if e == nil {
 				return ref{}, "does not resolve to a schema in this document"
 			}
@@ -400,16 +402,16 @@ func (a *doc) resolve(s string) (ref, string) {
 		}
 		// An array of schemas: the next token is an index.
 		i++
-		if i >= len(segs) || v.kind != kindArray {
+		if i >= len(segs) || v.Kind != kindArray {
 			return ref{}, "does not resolve to a schema in this document"
 		}
 		n, err := strconv.Atoi(segs[i])
-		if err != nil || n < 0 || n >= len(v.arr) || (len(segs[i]) > 1 && segs[i][0] == '0') {
+		if err != nil || n < 0 || n >= len(v.Arr) || (len(segs[i]) > 1 && segs[i][0] == '0') {
 			return ref{}, "does not resolve to a schema in this document"
 		}
-		cur = v.arr[n]
+		cur = v.Arr[n]
 	}
-	if cur.kind != kindObject && cur.kind != kindBool {
+	if cur.Kind != kindObject && cur.Kind != kindBool {
 		return ref{}, "does not resolve to a schema in this document"
 	}
 	return ref{cur, frag}, ""
@@ -538,10 +540,10 @@ func isHex(s string) bool {
 
 // finite returns a number's value as a float64, if it is one.
 func finite(v *value) (float64, bool) {
-	if v.kind != kindNumber {
+	if v.Kind != kindNumber {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(v.raw, 64)
+	f, err := strconv.ParseFloat(v.Raw, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return 0, false
 	}
@@ -551,7 +553,7 @@ func finite(v *value) (float64, bool) {
 // isCount reports whether v is a non-negative integer, however written
 // (5, 5.0 and 5e0 all are).
 func isCount(v *value) bool {
-	r, ok := v.number()
+	r, ok := number(v)
 	return ok && r.IsInt() && r.Sign() >= 0
 }
 
@@ -562,7 +564,7 @@ func isCount(v *value) bool {
 // be present, so a larger maximum admits the same and a larger minimum
 // refuses the same.
 func countLiteral(v *value) string {
-	r, _ := v.number()
+	r, _ := number(v)
 	n := r.Num()
 	if n.Cmp(big.NewInt(math.MaxInt32)) > 0 {
 		return strconv.Itoa(math.MaxInt32)

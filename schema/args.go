@@ -1,6 +1,9 @@
 package schema
 
 import (
+	"errors"
+	"github.com/mcphost/mcphost/internal/jsontree"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -60,22 +63,23 @@ func argError(ptr, format string, args ...any) *ArgumentError {
 // what was checked.
 func readArgs(args []byte) (*value, error) {
 	if trimmedEmpty(args) {
-		return &value{kind: kindObject, obj: []member{}}, nil
+		return &value{Kind: kindObject, Obj: []member{}}, nil
 	}
-	p, err := parse(args)
-	if err != nil {
+	v, err := parse(args)
+	switch {
+	case errors.Is(err, jsontree.ErrDuplicateKey):
+		var je *jsontree.Error
+		errors.As(err, &je)
+		return nil, argError(je.Pointer, "this field is given more than once; give each field once")
+	case errors.Is(err, jsontree.ErrLoneSurrogate):
+		return nil, argError("", "a string holds an unpaired UTF-16 surrogate escape (a lone \\uD800-\\uDFFF), which is not a character")
+	case err != nil:
 		return nil, &ArgumentError{Reason: "the arguments are " + err.Error() + "; send one JSON object", Err: err}
 	}
-	if p.v.kind != kindObject {
-		return nil, argError("", "the arguments must be a JSON object, not %s", article(p.v.kind))
+	if v.Kind != kindObject {
+		return nil, argError("", "the arguments must be a JSON object, not %s", article(v.Kind))
 	}
-	if p.hasDup {
-		return nil, argError(p.dup, "this field is given more than once; give each field once")
-	}
-	if p.lone {
-		return nil, argError("", "a string holds an unpaired UTF-16 surrogate escape (a lone \\uD800-\\uDFFF), which is not a character")
-	}
-	return p.v, nil
+	return v, nil
 }
 
 // FromModel maps arguments the model sent back to what the server
@@ -182,19 +186,19 @@ func (c *Closed) checkTree(v *value) error {
 // names, lone surrogates or invalid UTF-8 (readArgs refuses them), so
 // nothing else can differ.
 func instance(v *value) (any, bool) {
-	switch v.kind {
+	switch v.Kind {
 	case kindNull:
 		return nil, true
 	case kindBool:
-		return v.b, true
+		return v.Bool, true
 	case kindNumber:
-		f, err := strconv.ParseFloat(v.raw, 64)
+		f, err := strconv.ParseFloat(v.Raw, 64)
 		return f, err == nil
 	case kindString:
-		return v.str, true
+		return v.Str, true
 	case kindArray:
-		out := make([]any, len(v.arr))
-		for i, e := range v.arr {
+		out := make([]any, len(v.Arr))
+		for i, e := range v.Arr {
 			x, ok := instance(e)
 			if !ok {
 				return nil, false
@@ -203,13 +207,13 @@ func instance(v *value) (any, bool) {
 		}
 		return out, true
 	default:
-		out := make(map[string]any, len(v.obj))
-		for _, m := range v.obj {
-			x, ok := instance(m.val)
+		out := make(map[string]any, len(v.Obj))
+		for _, m := range v.Obj {
+			x, ok := instance(m.Val)
 			if !ok {
 				return nil, false
 			}
-			out[m.name] = x
+			out[m.Name] = x
 		}
 		return out, true
 	}
@@ -239,20 +243,20 @@ func clip(s string) string {
 // outOfRange finds a number too large for a float64, which is how the
 // validator reads numbers.
 func outOfRange(v *value, ptr string) *ArgumentError {
-	switch v.kind {
+	switch v.Kind {
 	case kindNumber:
 		if _, ok := finite(v); !ok {
 			return argError(ptr, "the number %s is out of range", short(v))
 		}
 	case kindArray:
-		for i, e := range v.arr {
+		for i, e := range v.Arr {
 			if ae := outOfRange(e, ptr+"/"+strconv.Itoa(i)); ae != nil {
 				return ae
 			}
 		}
 	case kindObject:
-		for _, m := range v.obj {
-			if ae := outOfRange(m.val, ptr+"/"+escapeToken(m.name)); ae != nil {
+		for _, m := range v.Obj {
+			if ae := outOfRange(m.Val, ptr+"/"+jsontree.EscapeToken(m.Name)); ae != nil {
 				return ae
 			}
 		}
@@ -277,8 +281,8 @@ func (g *diagnoser) check(v, s *value, ptr string, depth int) *ArgumentError {
 	if g.steps++; g.steps > diagnoseBudget || depth > 256 {
 		return nil
 	}
-	if s.kind == kindBool {
-		if s.b {
+	if s.Kind == kindBool {
+		if s.Bool {
 			return nil
 		}
 		return argError(ptr, "no value is allowed here")
@@ -294,16 +298,16 @@ func (g *diagnoser) check(v, s *value, ptr string, depth int) *ArgumentError {
 	if types, ok := typesOf(s); ok && !matches(v, types) {
 		return argError(ptr, "expected %s, got %s", typeList(types), describe(v))
 	}
-	if e := s.get("enum"); e != nil {
-		if !isOneOf(v, e.arr) {
-			return argError(ptr, "expected one of %s; got %s", listValues(e.arr), describe(v))
+	if e := s.Get("enum"); e != nil {
+		if !isOneOf(v, e.Arr) {
+			return argError(ptr, "expected one of %s; got %s", listValues(e.Arr), describe(v))
 		}
 	}
-	if c := s.get("const"); c != nil && !equal(v, c) {
+	if c := s.Get("const"); c != nil && !equal(v, c) {
 		return argError(ptr, "expected %s; got %s", short(c), describe(v))
 	}
 	var ae *ArgumentError
-	switch v.kind {
+	switch v.Kind {
 	case kindNumber:
 		ae = g.number(v, s, ptr)
 	case kindString:
@@ -320,56 +324,56 @@ func (g *diagnoser) check(v, s *value, ptr string, depth int) *ArgumentError {
 }
 
 func (g *diagnoser) number(v, s *value, ptr string) *ArgumentError {
-	n, ok := v.number()
+	n, ok := number(v)
 	if !ok {
 		return nil
 	}
 	bound := func(kw string) (*big.Rat, string) {
-		b := s.get(kw)
+		b := s.Get(kw)
 		if b == nil {
 			return nil, ""
 		}
-		r, ok := b.number()
+		r, ok := number(b)
 		if !ok {
 			return nil, ""
 		}
-		return r, b.raw
+		return r, b.Raw
 	}
 	if r, lit := bound("minimum"); r != nil && n.Cmp(r) < 0 {
-		return argError(ptr, "must be at least %s; got %s", lit, v.raw)
+		return argError(ptr, "must be at least %s; got %s", lit, v.Raw)
 	}
 	if r, lit := bound("maximum"); r != nil && n.Cmp(r) > 0 {
-		return argError(ptr, "must be at most %s; got %s", lit, v.raw)
+		return argError(ptr, "must be at most %s; got %s", lit, v.Raw)
 	}
 	if r, lit := bound("exclusiveMinimum"); r != nil && n.Cmp(r) <= 0 {
-		return argError(ptr, "must be greater than %s; got %s", lit, v.raw)
+		return argError(ptr, "must be greater than %s; got %s", lit, v.Raw)
 	}
 	if r, lit := bound("exclusiveMaximum"); r != nil && n.Cmp(r) >= 0 {
-		return argError(ptr, "must be less than %s; got %s", lit, v.raw)
+		return argError(ptr, "must be less than %s; got %s", lit, v.Raw)
 	}
 	if r, lit := bound("multipleOf"); r != nil && r.Sign() > 0 {
 		if q := new(big.Rat).Quo(n, r); !q.IsInt() {
-			return argError(ptr, "must be a multiple of %s; got %s", lit, v.raw)
+			return argError(ptr, "must be a multiple of %s; got %s", lit, v.Raw)
 		}
 	}
 	return nil
 }
 
 func (g *diagnoser) string(v, s *value, ptr string) *ArgumentError {
-	n := utf8.RuneCountInString(v.str)
-	if c := s.get("minLength"); c != nil {
-		if m, err := strconv.Atoi(c.raw); err == nil && n < m {
+	n := utf8.RuneCountInString(v.Str)
+	if c := s.Get("minLength"); c != nil {
+		if m, err := strconv.Atoi(c.Raw); err == nil && n < m {
 			return argError(ptr, "must be at least %s long; got %d", plural(m, "character"), n)
 		}
 	}
-	if c := s.get("maxLength"); c != nil {
-		if m, err := strconv.Atoi(c.raw); err == nil && n > m {
+	if c := s.Get("maxLength"); c != nil {
+		if m, err := strconv.Atoi(c.Raw); err == nil && n > m {
 			return argError(ptr, "must be at most %s long; got %d", plural(m, "character"), n)
 		}
 	}
-	if p := s.get("pattern"); p != nil && p.kind == kindString {
-		if re := g.re(p.str); re != nil && !re.MatchString(v.str) {
-			return argError(ptr, "must match the pattern %s; got %s", quote(p.str), describe(v))
+	if p := s.Get("pattern"); p != nil && p.Kind == kindString {
+		if re := g.re(p.Str); re != nil && !re.MatchString(v.Str) {
+			return argError(ptr, "must match the pattern %s; got %s", quote(p.Str), describe(v))
 		}
 	}
 	return nil
@@ -394,61 +398,61 @@ func (g *diagnoser) re(p string) *regexp.Regexp {
 
 func (g *diagnoser) array(v, s *value, ptr string, depth int) *ArgumentError {
 	at := func(i int) string { return ptr + "/" + strconv.Itoa(i) }
-	items := s.get("items")
+	items := s.Get("items")
 	rest := 0 // the first index that items (or additionalItems) applies to
 	if g.a.d == draft07 || g.a.d == draft06 {
-		if items != nil && items.kind == kindArray {
-			for i, is := range items.arr {
-				if i < len(v.arr) {
-					if ae := g.check(v.arr[i], is, at(i), depth+1); ae != nil {
+		if items != nil && items.Kind == kindArray {
+			for i, is := range items.Arr {
+				if i < len(v.Arr) {
+					if ae := g.check(v.Arr[i], is, at(i), depth+1); ae != nil {
 						return ae
 					}
 				}
 			}
-			rest = len(items.arr)
-			items = s.get("additionalItems")
+			rest = len(items.Arr)
+			items = s.Get("additionalItems")
 		}
-	} else if pre := s.get("prefixItems"); pre != nil {
-		for i, is := range pre.arr {
-			if i < len(v.arr) {
-				if ae := g.check(v.arr[i], is, at(i), depth+1); ae != nil {
+	} else if pre := s.Get("prefixItems"); pre != nil {
+		for i, is := range pre.Arr {
+			if i < len(v.Arr) {
+				if ae := g.check(v.Arr[i], is, at(i), depth+1); ae != nil {
 					return ae
 				}
 			}
 		}
-		rest = len(pre.arr)
+		rest = len(pre.Arr)
 	}
-	if items != nil && items.kind != kindArray {
-		for i := rest; i < len(v.arr); i++ {
-			if ae := g.check(v.arr[i], items, at(i), depth+1); ae != nil {
+	if items != nil && items.Kind != kindArray {
+		for i := rest; i < len(v.Arr); i++ {
+			if ae := g.check(v.Arr[i], items, at(i), depth+1); ae != nil {
 				return ae
 			}
 		}
 	}
-	if c := s.get("minItems"); c != nil {
-		if m, err := strconv.Atoi(c.raw); err == nil && len(v.arr) < m {
-			return argError(ptr, "must have at least %s; got %d", plural(m, "item"), len(v.arr))
+	if c := s.Get("minItems"); c != nil {
+		if m, err := strconv.Atoi(c.Raw); err == nil && len(v.Arr) < m {
+			return argError(ptr, "must have at least %s; got %d", plural(m, "item"), len(v.Arr))
 		}
 	}
-	if c := s.get("maxItems"); c != nil {
-		if m, err := strconv.Atoi(c.raw); err == nil && len(v.arr) > m {
-			return argError(ptr, "must have at most %s; got %d", plural(m, "item"), len(v.arr))
+	if c := s.Get("maxItems"); c != nil {
+		if m, err := strconv.Atoi(c.Raw); err == nil && len(v.Arr) > m {
+			return argError(ptr, "must have at most %s; got %d", plural(m, "item"), len(v.Arr))
 		}
 	}
 	// Pairwise comparison is quadratic; the validator hashes, and its
 	// message stands for long arrays.
-	if u := s.get("uniqueItems"); u != nil && u.b && len(v.arr) <= 1000 {
-		for i := range v.arr {
-			for j := i + 1; j < len(v.arr); j++ {
-				if equal(v.arr[i], v.arr[j]) {
+	if u := s.Get("uniqueItems"); u != nil && u.Bool && len(v.Arr) <= 1000 {
+		for i := range v.Arr {
+			for j := i + 1; j < len(v.Arr); j++ {
+				if equal(v.Arr[i], v.Arr[j]) {
 					return argError(at(j), "repeats item %d; the items must be unique", i)
 				}
 			}
 		}
 	}
-	if c := s.get("contains"); c != nil {
+	if c := s.Get("contains"); c != nil {
 		found := false
-		for _, e := range v.arr {
+		for _, e := range v.Arr {
 			if g.check(e, c, "", depth+1) == nil {
 				found = true
 				break
@@ -462,32 +466,32 @@ func (g *diagnoser) array(v, s *value, ptr string, depth int) *ArgumentError {
 }
 
 func (g *diagnoser) object(v, s *value, ptr string, depth int) *ArgumentError {
-	at := func(name string) string { return ptr + "/" + escapeToken(name) }
-	props := s.get("properties")
-	pats := s.get("patternProperties")
+	at := func(name string) string { return ptr + "/" + jsontree.EscapeToken(name) }
+	props := s.Get("properties")
+	pats := s.Get("patternProperties")
 	matchesPattern := func(name string) []*value {
 		var out []*value
-		for _, p := range pats.objOrNil() {
-			if re := g.re(p.name); re != nil && re.MatchString(name) {
-				out = append(out, p.val)
+		for _, p := range pats.Members() {
+			if re := g.re(p.Name); re != nil && re.MatchString(name) {
+				out = append(out, p.Val)
 			}
 		}
 		return out
 	}
-	ap := s.get("additionalProperties")
-	if ap != nil && ap.kind == kindBool && !ap.b {
-		for _, m := range v.obj {
-			if props.get(m.name) != nil || len(matchesPattern(m.name)) > 0 {
+	ap := s.Get("additionalProperties")
+	if ap != nil && ap.Kind == kindBool && !ap.Bool {
+		for _, m := range v.Obj {
+			if props.Get(m.Name) != nil || len(matchesPattern(m.Name)) > 0 {
 				continue
 			}
-			ae := argError(at(m.name), "unknown field")
+			ae := argError(at(m.Name), "unknown field")
 			var names []string
-			for _, p := range props.objOrNil() {
-				if v.get(p.name) == nil {
-					names = append(names, p.name)
+			for _, p := range props.Members() {
+				if v.Get(p.Name) == nil {
+					names = append(names, p.Name)
 				}
 			}
-			ae.Suggestion = suggest(m.name, names)
+			ae.Suggestion = suggest(m.Name, names)
 			if ae.Suggestion == "" {
 				ae.Reason += "; " + fieldList(props)
 			}
@@ -496,122 +500,115 @@ func (g *diagnoser) object(v, s *value, ptr string, depth int) *ArgumentError {
 	}
 	// Required fields after unknown ones: a misspelled field ("qeury")
 	// explains the missing one, and "did you mean" is the better help.
-	for _, n := range s.get("required").arrOrNil() {
-		if v.get(n.str) == nil {
+	for _, n := range s.Get("required").Elements() {
+		if v.Get(n.Str) == nil {
 			hint := ""
-			if ps := props.get(n.str); ps != nil {
+			if ps := props.Get(n.Str); ps != nil {
 				if t, ok := typesOf(ps); ok {
 					hint = " (" + typeList(t) + ")"
 				}
 			}
-			return argError(at(n.str), "missing required field%s", hint)
+			return argError(at(n.Str), "missing required field%s", hint)
 		}
 	}
-	for _, m := range v.obj {
+	for _, m := range v.Obj {
 		known := false
-		if ps := props.get(m.name); ps != nil {
+		if ps := props.Get(m.Name); ps != nil {
 			known = true
-			if ae := g.check(m.val, ps, at(m.name), depth+1); ae != nil {
+			if ae := g.check(m.Val, ps, at(m.Name), depth+1); ae != nil {
 				return ae
 			}
 		}
-		for _, ps := range matchesPattern(m.name) {
+		for _, ps := range matchesPattern(m.Name) {
 			known = true
-			if ae := g.check(m.val, ps, at(m.name), depth+1); ae != nil {
+			if ae := g.check(m.Val, ps, at(m.Name), depth+1); ae != nil {
 				return ae
 			}
 		}
 		if !known && ap != nil {
-			if ae := g.check(m.val, ap, at(m.name), depth+1); ae != nil {
+			if ae := g.check(m.Val, ap, at(m.Name), depth+1); ae != nil {
 				return ae
 			}
 		}
 	}
-	if pn := s.get("propertyNames"); pn != nil {
-		for _, m := range v.obj {
-			if ae := g.check(strValue(m.name), pn, at(m.name), depth+1); ae != nil {
+	if pn := s.Get("propertyNames"); pn != nil {
+		for _, m := range v.Obj {
+			if ae := g.check(strValue(m.Name), pn, at(m.Name), depth+1); ae != nil {
 				ae.Reason = "the field name does not fit: " + ae.Reason
 				return ae
 			}
 		}
 	}
-	if c := s.get("minProperties"); c != nil {
-		if m, err := strconv.Atoi(c.raw); err == nil && len(v.obj) < m {
-			return argError(ptr, "must have at least %d fields; got %d", m, len(v.obj))
+	if c := s.Get("minProperties"); c != nil {
+		if m, err := strconv.Atoi(c.Raw); err == nil && len(v.Obj) < m {
+			return argError(ptr, "must have at least %d fields; got %d", m, len(v.Obj))
 		}
 	}
-	if c := s.get("maxProperties"); c != nil {
-		if m, err := strconv.Atoi(c.raw); err == nil && len(v.obj) > m {
-			return argError(ptr, "must have at most %d fields; got %d", m, len(v.obj))
+	if c := s.Get("maxProperties"); c != nil {
+		if m, err := strconv.Atoi(c.Raw); err == nil && len(v.Obj) > m {
+			return argError(ptr, "must have at most %d fields; got %d", m, len(v.Obj))
 		}
 	}
-	if ds := s.get("dependentSchemas"); ds != nil && g.a.d != draft07 && g.a.d != draft06 {
-		for _, d := range ds.obj {
-			if v.get(d.name) != nil {
-				if ae := g.check(v, d.val, ptr, depth+1); ae != nil {
+	if ds := s.Get("dependentSchemas"); ds != nil && g.a.d != draft07 && g.a.d != draft06 {
+		for _, d := range ds.Obj {
+			if v.Get(d.Name) != nil {
+				if ae := g.check(v, d.Val, ptr, depth+1); ae != nil {
 					return ae
 				}
 			}
 		}
 	}
-	if up := s.get("unevaluatedProperties"); up != nil && ap == nil {
+	if up := s.Get("unevaluatedProperties"); up != nil && ap == nil {
 		// Roughly: the properties this schema itself does not declare (the
 		// validator also counts what in-place subschemas evaluated).
-		for _, m := range v.obj {
-			if props.get(m.name) == nil && len(matchesPattern(m.name)) == 0 {
-				if ae := g.check(m.val, up, at(m.name), depth+1); ae != nil {
+		for _, m := range v.Obj {
+			if props.Get(m.Name) == nil && len(matchesPattern(m.Name)) == 0 {
+				if ae := g.check(m.Val, up, at(m.Name), depth+1); ae != nil {
 					return ae
 				}
 			}
 		}
 	}
-	deps := s.get("dependentRequired")
+	deps := s.Get("dependentRequired")
 	if g.a.d == draft07 || g.a.d == draft06 {
-		deps = s.get("dependencies")
+		deps = s.Get("dependencies")
 	}
-	for _, d := range deps.objOrNil() {
-		if v.get(d.name) == nil || d.val.kind != kindArray {
+	for _, d := range deps.Members() {
+		if v.Get(d.Name) == nil || d.Val.Kind != kindArray {
 			continue
 		}
-		for _, n := range d.val.arr {
-			if v.get(n.str) == nil {
-				return argError(at(n.str), "missing field, required when %s is given", quote(d.name))
+		for _, n := range d.Val.Arr {
+			if v.Get(n.Str) == nil {
+				return argError(at(n.Str), "missing field, required when %s is given", quote(d.Name))
 			}
 		}
 	}
 	return nil
 }
 
-func (v *value) objOrNil() []member {
-	if v == nil || v.kind != kindObject {
-		return nil
-	}
-	return v.obj
-}
-
 func (g *diagnoser) composition(v, s *value, ptr string, depth int) *ArgumentError {
-	for _, b := range s.get("allOf").arrOrNil() {
+	for _, b := range s.Get("allOf").Elements() {
 		if ae := g.check(v, b, ptr, depth+1); ae != nil {
 			return ae
 		}
 	}
-	if l := s.get("anyOf").arrOrNil(); l != nil {
+	if l := s.Get("anyOf").Elements(); l != nil {
 		if ae := g.oneOfMany(v, l, ptr, depth, false); ae != nil {
 			return ae
 		}
 	}
-	if l := s.get("oneOf").arrOrNil(); l != nil {
+	if l := s.Get("oneOf").Elements(); l != nil {
 		if ae := g.oneOfMany(v, l, ptr, depth, true); ae != nil {
 			return ae
 		}
 	}
-	if n := s.get("not"); n != nil && g.check(v, n, ptr, depth+1) == nil {
+	if n := s.Get("not"); n != nil && g.check(v, n, ptr, depth+1) == nil {
 		return argError(ptr, "must not match what the schema excludes (not); got %s", describe(v))
 	}
-	if c := s.get("if"); c != nil && g.a.d != draft06 {
-		branch := s.get("else")
+	if c := s.Get("if"); c != nil && g.a.d != draft06 {
+		branch := s.Get("else")
 		if g.check(v, c, ptr, depth+1) == nil {
-			branch = s.get("then")
+			branch = s.Get("then")
 		}
 		if branch != nil {
 			return g.check(v, branch, ptr, depth+1)
@@ -657,16 +654,16 @@ func (g *diagnoser) oneOfMany(v *value, list []*value, ptr string, depth int, ex
 	}
 	// Among object branches, the one that declares most of the fields
 	// given is the one the sender meant.
-	if v.kind == kindObject && len(typed) > 1 {
+	if v.Kind == kindObject && len(typed) > 1 {
 		best, bestScore, tie := -1, -1, false
 		for i, b := range list {
 			if errs[i] == nil {
 				continue
 			}
 			score := 0
-			props := g.deref(b).get("properties")
-			for _, m := range v.obj {
-				if props.get(m.name) != nil {
+			props := g.deref(b).Get("properties")
+			for _, m := range v.Obj {
+				if props.Get(m.Name) != nil {
 					score++
 				}
 			}
@@ -732,7 +729,7 @@ func typeList(types []string) string {
 
 // describe writes a value's type and (short) value for a message.
 func describe(v *value) string {
-	switch v.kind {
+	switch v.Kind {
 	case kindNull:
 		return "null"
 	case kindObject:
@@ -740,10 +737,10 @@ func describe(v *value) string {
 	case kindArray:
 		return "an array"
 	case kindNumber:
-		if v.isInteger() {
-			return "integer " + v.raw
+		if isInteger(v) {
+			return "integer " + v.Raw
 		}
-		return "number " + v.raw
+		return "number " + v.Raw
 	case kindString:
 		return "string " + short(v)
 	default:
@@ -766,16 +763,16 @@ func listValues(vals []*value) string {
 
 func fieldList(props *value) string {
 	const max = 30
-	if len(props.objOrNil()) == 0 {
+	if len(props.Members()) == 0 {
 		return "this object takes no fields"
 	}
 	var parts []string
-	for i, p := range props.obj {
+	for i, p := range props.Obj {
 		if i == max {
-			parts = append(parts, fmt.Sprintf("… (%d more)", len(props.obj)-max))
+			parts = append(parts, fmt.Sprintf("… (%d more)", len(props.Obj)-max))
 			break
 		}
-		parts = append(parts, quote(p.name))
+		parts = append(parts, quote(p.Name))
 	}
 	return "the fields here are " + strings.Join(parts, ", ")
 }

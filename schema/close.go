@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"github.com/mcphost/mcphost/internal/jsontree"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -79,22 +81,27 @@ type Closed struct {
 // so it does not validate anything against the schema itself: the
 // validator is prepared on a tool's first Check.
 func Close(input json.RawMessage) (*Closed, error) {
-	p, err := parse(input)
-	if err != nil {
+	root, err := parse(input)
+	var dup, lone *jsontree.Error
+	switch {
+	case errors.As(err, &dup) && dup.Err == jsontree.ErrDuplicateKey:
+	case errors.As(err, &lone) && lone.Err == jsontree.ErrLoneSurrogate:
+	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
-	}
-	root := p.v
-	if root.kind != kindObject {
-		return nil, fmt.Errorf("%w: it is %s", ErrInvalidSchema, article(root.kind))
+	case root.Kind != kindObject:
+		return nil, fmt.Errorf("%w: it is %s", ErrInvalidSchema, article(root.Kind))
 	}
 	c := &Closed{
 		Original: bytes.Clone(input),
 		Problems: make(map[Profile]string, 2),
 	}
 	var a *doc
-	if p.hasDup {
-		a = &doc{root: root, uncheckable: &finding{p.dup, "this name repeats an earlier member of the same object, and JSON parsers disagree on which one counts"}}
-	} else {
+	switch {
+	case dup != nil:
+		a = &doc{root: &value{Kind: kindObject}, uncheckable: &finding{dup.Pointer, "this name repeats an earlier member of the same object, and JSON parsers disagree on which one counts"}}
+	case lone != nil:
+		a = &doc{root: &value{Kind: kindObject}, uncheckable: &finding{"", "a string holds an unpaired UTF-16 surrogate escape (a lone \\uD800-\\uDFFF), which is not a character, and JSON parsers disagree on what to make of it"}}
+	default:
 		a = analyze(root)
 	}
 	c.Fields = fields(a)
@@ -199,28 +206,28 @@ func (a *doc) argsRoot() *value {
 // fields lists the root's properties as JSON pointers, sorted.
 func fields(a *doc) []string {
 	root := a.root
-	if !root.has("properties") {
+	if !root.Has("properties") {
 		root = a.argsRoot()
 	}
-	props := root.get("properties")
-	if props == nil || props.kind != kindObject {
+	props := root.Get("properties")
+	if props == nil || props.Kind != kindObject {
 		return []string{}
 	}
 	// The pointers are cut from one string: one allocation, not one each.
 	n := 0
-	for _, m := range props.obj {
-		n += 1 + len(escapeToken(m.name))
+	for _, m := range props.Obj {
+		n += 1 + len(jsontree.EscapeToken(m.Name))
 	}
 	var b strings.Builder
 	b.Grow(n)
-	for _, m := range props.obj {
+	for _, m := range props.Obj {
 		b.WriteByte('/')
-		b.WriteString(escapeToken(m.name))
+		b.WriteString(jsontree.EscapeToken(m.Name))
 	}
 	all := b.String()
-	out := make([]string, 0, len(props.obj))
-	for _, m := range props.obj {
-		k := 1 + len(escapeToken(m.name))
+	out := make([]string, 0, len(props.Obj))
+	for _, m := range props.Obj {
+		k := 1 + len(jsontree.EscapeToken(m.Name))
 		out = append(out, all[:k])
 		all = all[k:]
 	}
@@ -259,7 +266,7 @@ func closeObjects(a *doc) {
 	reach := map[*value]uint8{}
 	var visit func(s *value, free bool)
 	visit = func(s *value, free bool) {
-		if s.kind != kindObject {
+		if s.Kind != kindObject {
 			return
 		}
 		bit := uint8(reachInside)
@@ -271,30 +278,30 @@ func closeObjects(a *doc) {
 		}
 		reach[s] |= bit
 		childFree := free && !composed(a, s)
-		for _, m := range s.obj {
-			v := m.val
-			switch keyword(m.name, a.d) {
+		for _, m := range s.Obj {
+			v := m.Val
+			switch keyword(m.Name, a.d) {
 			case clSchemaMap:
-				for _, e := range v.obj {
-					visit(e.val, childFree && !inPlace(m.name))
+				for _, e := range v.Obj {
+					visit(e.Val, childFree && !inPlace(m.Name))
 				}
 			case clSchema:
-				visit(v, childFree && (m.name == "additionalProperties" || m.name == "additionalItems"))
+				visit(v, childFree && (m.Name == "additionalProperties" || m.Name == "additionalItems"))
 			case clSchemaList:
-				for _, e := range v.arr {
-					visit(e, childFree && m.name == "prefixItems")
+				for _, e := range v.Arr {
+					visit(e, childFree && m.Name == "prefixItems")
 				}
 			case clItems:
-				if v.kind == kindArray {
-					for _, e := range v.arr {
+				if v.Kind == kindArray {
+					for _, e := range v.Arr {
 						visit(e, childFree)
 					}
 				} else {
 					visit(v, childFree)
 				}
 			case clDeps:
-				for _, e := range v.obj {
-					visit(e.val, false)
+				for _, e := range v.Obj {
+					visit(e.Val, false)
 				}
 			}
 		}
@@ -306,32 +313,32 @@ func closeObjects(a *doc) {
 	argsRoot := a.argsRoot()
 	for s, r := range reach {
 		if r == reachFree && closable(a, s, s == argsRoot) {
-			s.set("additionalProperties", falseSchema)
+			s.Set("additionalProperties", falseSchema)
 		}
 	}
 	root := a.root
-	if !root.has("type") && !composed(a, root) {
-		root.obj = append([]member{{name: "type", rawName: `"type"`, val: strValue("object")}}, root.obj...)
+	if !root.Has("type") && !composed(a, root) {
+		root.Obj = append([]member{{Name: "type", RawName: `"type"`, Val: strValue("object")}}, root.Obj...)
 	}
-	if t := root.get("type"); t != nil && t.kind == kindString && t.str == "object" && !root.has("properties") && !composed(a, root) {
-		root.set("properties", &value{kind: kindObject, obj: []member{}})
+	if t := root.Get("type"); t != nil && t.Kind == kindString && t.Str == "object" && !root.Has("properties") && !composed(a, root) {
+		root.Set("properties", &value{Kind: kindObject, Obj: []member{}})
 	}
 }
 
 // composed reports whether s applies other schemas to its own value: then
 // its properties are not all that decides which names it admits.
 func composed(a *doc, s *value) bool {
-	for _, m := range s.obj {
-		if keyword(m.name, a.d) == clUnknown {
+	for _, m := range s.Obj {
+		if keyword(m.Name, a.d) == clUnknown {
 			continue
 		}
-		if m.name == "$ref" {
+		if m.Name == "$ref" {
 			if !pureRef(a, s) {
 				return true
 			}
 			continue
 		}
-		if inPlace(m.name) || m.name == "unevaluatedProperties" || m.name == "unevaluatedItems" {
+		if inPlace(m.Name) || m.Name == "unevaluatedProperties" || m.Name == "unevaluatedItems" {
 			return true
 		}
 	}
@@ -345,8 +352,8 @@ func pureRef(a *doc, s *value) bool {
 	if a.d == draft07 || a.d == draft06 {
 		return true
 	}
-	for _, m := range s.obj {
-		if m.name != "$ref" && !annotationOnly(m.name, a.d) && keyword(m.name, a.d) != clUnknown {
+	for _, m := range s.Obj {
+		if m.Name != "$ref" && !annotationOnly(m.Name, a.d) && keyword(m.Name, a.d) != clUnknown {
 			return false
 		}
 	}
@@ -359,10 +366,10 @@ func closable(a *doc, s *value, isRoot bool) bool {
 	if a.refs[s].target != nil || composed(a, s) {
 		return false
 	}
-	if s.has("additionalProperties") || s.has("patternProperties") || s.has("unevaluatedProperties") {
+	if s.Has("additionalProperties") || s.Has("patternProperties") || s.Has("unevaluatedProperties") {
 		return false
 	}
-	props := s.get("properties")
+	props := s.Get("properties")
 	if types, ok := typesOf(s); ok {
 		if !contains(types, "object") {
 			return false
@@ -373,11 +380,11 @@ func closable(a *doc, s *value, isRoot bool) bool {
 	// An object that declares no properties is a free-form one, except
 	// at the root, where "properties": {} is how SDKs spell a tool that
 	// takes no arguments.
-	if props == nil || len(props.obj) == 0 && !isRoot {
+	if props == nil || len(props.Obj) == 0 && !isRoot {
 		return false
 	}
-	for _, n := range s.get("required").arrOrNil() {
-		if props.get(n.str) == nil {
+	for _, n := range s.Get("required").Elements() {
+		if props.Get(n.Str) == nil {
 			return false
 		}
 	}
@@ -395,82 +402,82 @@ func forValidator(a *doc) []string {
 	var notes []string
 	var walk func(s *value, ptr path, isRoot bool)
 	walk = func(s *value, ptr path, isRoot bool) {
-		if s.kind != kindObject {
+		if s.Kind != kindObject {
 			return
 		}
-		kept := s.obj[:0]
+		kept := s.Obj[:0]
 		tupleItems := false
-		for _, m := range s.obj {
-			p := append(ptr, m.name)
-			v := m.val
-			switch keyword(m.name, a.d) {
+		for _, m := range s.Obj {
+			p := append(ptr, m.Name)
+			v := m.Val
+			switch keyword(m.Name, a.d) {
 			case clUnknown, clAnnotation:
 				continue
 			case clIdentity:
-				if !(isRoot && m.name == "$schema") {
+				if !(isRoot && m.Name == "$schema") {
 					continue
 				}
 				v = a.d.checkURIValue()
 			case clCount:
 				v = numValue(countLiteral(v))
 			case clString:
-				if m.name == "pattern" {
-					if !a.compiles(v.str) {
-						notes = append(notes, (&finding{p.String(), fmt.Sprintf("pattern %s is not checked: it uses regular expression features Go's regexp (RE2) does not have, such as lookaround or backreferences", quote(v.str))}).String())
+				if m.Name == "pattern" {
+					if !a.compiles(v.Str) {
+						notes = append(notes, (&finding{p.String(), fmt.Sprintf("pattern %s is not checked: it uses regular expression features Go's regexp (RE2) does not have, such as lookaround or backreferences", quote(v.Str))}).String())
 						continue
 					}
-					v = strValue(toRE2(v.str))
+					v = strValue(toRE2(v.Str))
 				}
 			case clSchema:
 				walk(v, p, false)
 			case clSchemaList:
-				for i, e := range v.arr {
+				for i, e := range v.Arr {
 					walk(e, append(p, strconv.Itoa(i)), false)
 				}
 			case clSchemaMap, clContainer:
-				if m.name == "patternProperties" {
-					renamed := &value{kind: kindObject}
-					for _, e := range v.obj {
-						renamed.obj = append(renamed.obj, member{name: toRE2(e.name), rawName: string(appendQuoted(nil, toRE2(e.name))), val: e.val})
+				if m.Name == "patternProperties" {
+					renamed := &value{Kind: kindObject}
+					for _, e := range v.Obj {
+						renamed.Obj = append(renamed.Obj, member{Name: toRE2(e.Name), RawName: string(jsontree.AppendQuoted(nil, toRE2(e.Name))), Val: e.Val})
 					}
 					v = renamed
 				}
-				for _, e := range v.obj {
-					walk(e.val, append(p, e.name), false)
+				for _, e := range v.Obj {
+					walk(e.Val, append(p, e.Name), false)
 				}
 			case clItems:
-				if v.kind == kindArray {
-					for i, e := range v.arr {
+				if v.Kind == kindArray {
+					for i, e := range v.Arr {
 						walk(e, append(p, strconv.Itoa(i)), false)
 					}
 					if a.d == draft2019 {
 						tupleItems = true
-						m = member{name: "prefixItems", rawName: `"prefixItems"`, val: v}
+						m = member{Name: "prefixItems", RawName: `"prefixItems"`, Val: v}
 					}
 				} else {
 					walk(v, p, false)
 				}
 			case clDeps:
-				for _, e := range v.obj {
-					walk(e.val, append(p, e.name), false)
+				for _, e := range v.Obj {
+					walk(e.Val, append(p, e.Name), false)
 				}
 			}
-			kept = append(kept, member{name: m.name, rawName: m.rawName, val: v})
+			kept = append(kept, member{Name: m.Name, RawName: m.RawName, Val: v})
 		}
-		s.obj = kept
+		s.Obj = kept
 		if a.d == draft2019 {
 			// additionalItems applies after a tuple (as 2020-12's items
 			// does) and is ignored otherwise.
-			ai := s.get("additionalItems")
-			s.del("additionalItems")
+			ai := s.Get("additionalItems")
+			s.Del("additionalItems")
 			if tupleItems && ai != nil {
-				s.set("items", ai)
+				s.Set("items", ai)
 			}
 		}
 	}
 	walk(a.root, make(path, 0, 16), true) // one path for the whole walk, as in analyze
-	if !a.root.has("$schema") {
-		a.root.set("$schema", a.d.checkURIValue())
+	if !a.root.Has("$schema") {
+		a.root.Set("$schema", a.d.checkURIValue())
 	}
 	return notes
 }
@@ -498,7 +505,7 @@ func (c *Closed) prepare() (*checker, error) {
 			c.ckErr = err
 			return
 		}
-		c.checker = &checker{rs: rs, diag: analyze(p.v)}
+		c.checker = &checker{rs: rs, diag: analyze(p)}
 	})
 	return c.checker, c.ckErr
 }

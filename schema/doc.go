@@ -111,8 +111,8 @@
 // for a pattern RE2 cannot compile (lookaround, backreferences), left out
 // and listed in [Closed.Unchecked]: the server still enforces its own
 // schema. A schema that cannot be read surely (an unknown dialect, a
-// remote or unresolvable $ref, a malformed keyword, a name given twice, a
-// reference loop no validator can finish) makes Check refuse every call
+// remote or unresolvable $ref, a malformed keyword, a name given twice or
+// an unpaired surrogate escape, a reference loop no validator can finish) makes Check refuse every call
 // with [ErrUncheckable], and [Closed.CheckProblem] says so from discovery
 // on: a check that guessed could pass what the tool refuses.
 //

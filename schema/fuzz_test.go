@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"github.com/mcphost/mcphost/internal/jsontree"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -69,9 +71,9 @@ func FuzzClose(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			re2Patterns(pv.v)
+			re2Patterns(pv)
 			var s jsonschema.Schema
-			if err := json.Unmarshal(encode(pv.v), &s); err != nil {
+			if err := json.Unmarshal(encode(pv), &s); err != nil {
 				t.Fatalf("a form strict-ready for %s the validator cannot read: %v\n%s", p, err, schema)
 			}
 			if _, err := s.Resolve(nil); err != nil {
@@ -94,18 +96,18 @@ func FuzzClose(f *testing.F) {
 
 // re2Patterns rewrites the patterns of a strict form in RE2 syntax.
 func re2Patterns(v *value) {
-	switch v.kind {
+	switch v.Kind {
 	case kindArray:
-		for _, e := range v.arr {
+		for _, e := range v.Arr {
 			re2Patterns(e)
 		}
 	case kindObject:
-		for i, m := range v.obj {
-			if m.name == "pattern" && m.val.kind == kindString {
-				v.obj[i].val = strValue(toRE2(m.val.str))
+		for i, m := range v.Obj {
+			if m.Name == "pattern" && m.Val.Kind == kindString {
+				v.Obj[i].Val = strValue(toRE2(m.Val.Str))
 				continue
 			}
-			re2Patterns(m.val)
+			re2Patterns(m.Val)
 		}
 	}
 }
@@ -190,14 +192,14 @@ func FuzzFromModel(f *testing.F) {
 			return
 		}
 		p, err := parse(out)
-		if err != nil || p.v.kind != kindObject {
+		if err != nil || p.Kind != kindObject {
 			t.Fatalf("FromModel(%q) = %q, not a JSON object: %v", args, out, err)
 		}
 		again, err := c.FromModel(out)
 		if err != nil || !bytes.Equal(again, out) {
 			t.Fatalf("FromModel is not idempotent: %q then %q (%v)", out, again, err)
 		}
-		if where := optionalNull(p.v, c.nulls, ""); where != "" {
+		if where := optionalNull(p, c.nulls, ""); where != "" {
 			t.Fatalf("FromModel(%q) = %q leaves a null at optional %s", args, out, where)
 		}
 		if err := c.Check(out); err != nil && !errors.As(err, &ae) {
@@ -213,19 +215,19 @@ func optionalNull(v *value, m *nullMap, ptr string) string {
 	if m == nil {
 		return ""
 	}
-	switch v.kind {
+	switch v.Kind {
 	case kindObject:
-		for _, mem := range v.obj {
-			p := ptr + "/" + escapeToken(mem.name)
-			if m.isOptional(mem.name) && mem.val.kind == kindNull {
+		for _, mem := range v.Obj {
+			p := ptr + "/" + jsontree.EscapeToken(mem.Name)
+			if m.isOptional(mem.Name) && mem.Val.Kind == kindNull {
 				return p
 			}
-			if w := optionalNull(mem.val, m.props[mem.name], p); w != "" {
+			if w := optionalNull(mem.Val, m.props[mem.Name], p); w != "" {
 				return w
 			}
 		}
 	case kindArray:
-		for _, e := range v.arr {
+		for _, e := range v.Arr {
 			if w := optionalNull(e, m.items, ptr+"/…"); w != "" {
 				return w
 			}

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"github.com/mcphost/mcphost/internal/jsontree"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -198,58 +200,58 @@ func (c *profileCheck) walk(s *value, depth int) {
 	if hasType(s, "object") || hasType(s, "array") {
 		depth++
 		if c.p == OpenAI && depth > openAIMaxDepth {
-			c.fail(s.src, "more than %d levels of nesting, which OpenAI strict mode does not allow", openAIMaxDepth)
+			c.fail(s.Src, "more than %d levels of nesting, which OpenAI strict mode does not allow", openAIMaxDepth)
 			return
 		}
 	}
-	for _, m := range s.obj {
+	for _, m := range s.Obj {
 		// The keyword's pointer, written out only for a problem.
-		kp := keywordPointer{s.src, m.name}
-		if !c.p.allowed(m.name) {
-			c.fail(kp.String(), "keyword %s is not supported by %s strict mode", quote(m.name), c.p.title())
+		kp := keywordPointer{s.Src, m.Name}
+		if !c.p.allowed(m.Name) {
+			c.fail(kp.String(), "keyword %s is not supported by %s strict mode", quote(m.Name), c.p.title())
 			return
 		}
-		v := m.val
-		switch m.name {
+		v := m.Val
+		switch m.Name {
 		case "type":
-			if v.kind == kindArray && len(v.arr) > 1 {
+			if v.Kind == kindArray && len(v.Arr) > 1 {
 				c.union(s)
 			}
 		case "anyOf":
 			c.union(s)
-			for _, b := range v.arr {
+			for _, b := range v.Arr {
 				c.walk(b, depth)
 			}
 		case "properties":
-			req := s.get("required").arrOrNil()
-			for _, p := range v.obj {
-				if !slices.ContainsFunc(req, func(r *value) bool { return r.str == p.name }) {
+			req := s.Get("required").Elements()
+			for _, p := range v.Obj {
+				if !slices.ContainsFunc(req, func(r *value) bool { return r.Str == p.Name }) {
 					c.optional++
 				}
 				c.props++
-				c.chars += utf8.RuneCountInString(p.name)
-				c.walk(p.val, depth)
+				c.chars += utf8.RuneCountInString(p.Name)
+				c.walk(p.Val, depth)
 			}
 		case "items":
 			c.walk(v, depth)
 		case "format":
-			if !c.p.format(v.str) {
-				c.fail(kp.String(), "format %s is not one %s strict mode accepts (it accepts %s)", quote(v.str), c.p.title(), c.p.formats())
+			if !c.p.format(v.Str) {
+				c.fail(kp.String(), "format %s is not one %s strict mode accepts (it accepts %s)", quote(v.Str), c.p.title(), c.p.formats())
 			}
 		case "pattern":
-			if !c.a.compiles(v.str) {
-				c.fail(kp.String(), "pattern %s uses regular expression features (such as lookaround or backreferences) that strict decoding does not support", quote(v.str))
-			} else if c.p == Anthropic && wordBoundary(v.str) {
-				c.fail(kp.String(), "pattern %s uses a word boundary (\\b or \\B), which Anthropic strict mode does not support", quote(v.str))
+			if !c.a.compiles(v.Str) {
+				c.fail(kp.String(), "pattern %s uses regular expression features (such as lookaround or backreferences) that strict decoding does not support", quote(v.Str))
+			} else if c.p == Anthropic && wordBoundary(v.Str) {
+				c.fail(kp.String(), "pattern %s uses a word boundary (\\b or \\B), which Anthropic strict mode does not support", quote(v.Str))
 			}
 		case "minItems":
 			if c.p == Anthropic {
-				if n, ok := v.number(); !ok || !n.IsInt() || n.Num().Int64() > 1 || n.Num().Sign() < 0 {
-					c.fail(kp.String(), "minItems %s: Anthropic strict mode supports only 0 and 1", v.raw)
+				if n, ok := number(v); !ok || !n.IsInt() || n.Num().Int64() > 1 || n.Num().Sign() < 0 {
+					c.fail(kp.String(), "minItems %s: Anthropic strict mode supports only 0 and 1", v.Raw)
 				}
 			}
 		case "enum":
-			c.enumValues(kp, v.arr, true)
+			c.enumValues(kp, v.Arr, true)
 		case "const":
 			c.enumValues(kp, []*value{v}, false)
 		}
@@ -263,28 +265,28 @@ func (c *profileCheck) walk(s *value, depth int) {
 func (c *profileCheck) union(s *value) {
 	c.un++
 	if c.p == Anthropic && c.un > anthropicMaxUnions {
-		c.fail(s.src, "more than %d parameters use anyOf or a type list, more than Anthropic strict mode allows in a request", anthropicMaxUnions)
+		c.fail(s.Src, "more than %d parameters use anyOf or a type list, more than Anthropic strict mode allows in a request", anthropicMaxUnions)
 	}
 }
 
 // A keywordPointer is the JSON pointer of a keyword of a strict-form
 // schema, written out only when a problem needs it.
-type keywordPointer struct{ src, name string }
+type keywordPointer struct{ Src, Name string }
 
-func (k keywordPointer) String() string { return k.src + "/" + escapeToken(k.name) }
+func (k keywordPointer) String() string { return k.Src + "/" + jsontree.EscapeToken(k.Name) }
 
 // enumValues checks the values of an enum (or, with isEnum false, a
 // const) and counts them towards the limits.
 func (c *profileCheck) enumValues(ptr keywordPointer, vals []*value, isEnum bool) {
 	strs, chars := 0, 0
 	for _, v := range vals {
-		switch v.kind {
+		switch v.Kind {
 		case kindObject, kindArray:
 			c.fail(ptr.String(), "enum and const values must be strings, numbers, booleans or null in %s strict mode", c.p.title())
 			return
 		case kindString:
 			strs++
-			chars += utf8.RuneCountInString(v.str)
+			chars += utf8.RuneCountInString(v.Str)
 		}
 	}
 	if isEnum {
@@ -343,26 +345,26 @@ type relaxer struct {
 // the profile's problem with that keyword.
 func (r *relaxer) relax(s *value) *value {
 	p, a, inPlace := r.p, r.a, r.inPlace
-	if s.kind != kindObject {
+	if s.Kind != kindObject {
 		return s
 	}
 	var obj []member // nil until something changes (in place: s's own)
 	if inPlace {
-		obj = s.obj[:0]
+		obj = s.Obj[:0]
 	}
 	var buf [6]string
 	notes := buf[:0]
-	for i, m := range s.obj {
-		val, keep := m.val, true
-		switch m.name {
+	for i, m := range s.Obj {
+		val, keep := m.Val, true
+		switch m.Name {
 		case "properties":
-			val = r.relaxEach(m.val)
+			val = r.relaxEach(m.Val)
 		case "items":
-			val = r.relax(m.val)
+			val = r.relax(m.Val)
 		case "anyOf":
-			val = r.relaxEach(m.val)
+			val = r.relaxEach(m.Val)
 		default:
-			note, repl, moved := p.move(a, m.name, m.val)
+			note, repl, moved := p.move(a, m.Name, m.Val)
 			if moved {
 				r.moved++
 				if note != "" {
@@ -371,29 +373,29 @@ func (r *relaxer) relax(s *value) *value {
 				val, keep = repl, repl != nil
 			}
 		}
-		if obj == nil && (val != m.val || !keep) {
-			obj = append(make([]member, 0, len(s.obj)+1), s.obj[:i]...)
+		if obj == nil && (val != m.Val || !keep) {
+			obj = append(make([]member, 0, len(s.Obj)+1), s.Obj[:i]...)
 		}
 		if obj != nil && keep {
 			// In place, this writes at or before the member read.
-			obj = append(obj, member{name: m.name, rawName: m.rawName, val: val})
+			obj = append(obj, member{Name: m.Name, RawName: m.RawName, Val: val})
 		}
 	}
 	out := s
 	switch {
 	case inPlace:
-		s.obj = obj
+		s.Obj = obj
 	case obj == nil:
 		return s
 	default:
-		out = &value{kind: kindObject, src: s.src, obj: obj}
+		out = &value{Kind: kindObject, Src: s.Src, Obj: obj}
 	}
 	if len(notes) > 0 {
 		var b strings.Builder
-		d := out.get("description")
+		d := out.Get("description")
 		text := ""
-		if d != nil && d.kind == kindString {
-			text = strings.TrimRight(d.str, " \t\n")
+		if d != nil && d.Kind == kindString {
+			text = strings.TrimRight(d.Str, " \t\n")
 		}
 		n := len(text) + 3
 		for _, note := range notes {
@@ -415,9 +417,9 @@ func (r *relaxer) relax(s *value) *value {
 		}
 		desc := strValue(b.String())
 		if d != nil {
-			out.set("description", desc)
+			out.Set("description", desc)
 		} else {
-			out.obj = append(out.obj, member{name: "description", rawName: `"description"`, val: desc})
+			out.Obj = append(out.Obj, member{Name: "description", RawName: `"description"`, Val: desc})
 		}
 	}
 	return out
@@ -426,34 +428,34 @@ func (r *relaxer) relax(s *value) *value {
 // relaxEach relaxes the schemas of an array (anyOf) or object
 // (properties), copying the container only if one of them is copied.
 func (r *relaxer) relaxEach(v *value) *value {
-	switch v.kind {
+	switch v.Kind {
 	case kindArray:
 		var arr []*value
-		for i, e := range v.arr {
+		for i, e := range v.Arr {
 			x := r.relax(e)
 			if x != e && arr == nil {
-				arr = append(make([]*value, 0, len(v.arr)), v.arr[:i]...)
+				arr = append(make([]*value, 0, len(v.Arr)), v.Arr[:i]...)
 			}
 			if arr != nil {
 				arr = append(arr, x)
 			}
 		}
 		if arr != nil {
-			return &value{kind: kindArray, src: v.src, arr: arr}
+			return &value{Kind: kindArray, Src: v.Src, Arr: arr}
 		}
 	case kindObject:
 		var obj []member
-		for i, m := range v.obj {
-			x := r.relax(m.val)
-			if x != m.val && obj == nil {
-				obj = append(make([]member, 0, len(v.obj)), v.obj[:i]...)
+		for i, m := range v.Obj {
+			x := r.relax(m.Val)
+			if x != m.Val && obj == nil {
+				obj = append(make([]member, 0, len(v.Obj)), v.Obj[:i]...)
 			}
 			if obj != nil {
-				obj = append(obj, member{name: m.name, rawName: m.rawName, val: x})
+				obj = append(obj, member{Name: m.Name, RawName: m.RawName, Val: x})
 			}
 		}
 		if obj != nil {
-			return &value{kind: kindObject, src: v.src, obj: obj}
+			return &value{Kind: kindObject, Src: v.Src, Obj: obj}
 		}
 	}
 	return v
@@ -486,7 +488,7 @@ func (p Profile) move(a *doc, name string, v *value) (note string, repl *value, 
 		}
 		return "at most " + plural(n, "character", "characters"), nil, true
 	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
-		if p.allowed(name) || v.kind != kindNumber || len(v.raw) > maxNoted {
+		if p.allowed(name) || v.Kind != kindNumber || len(v.Raw) > maxNoted {
 			return "", nil, false
 		}
 		var say string
@@ -502,7 +504,7 @@ func (p Profile) move(a *doc, name string, v *value) (note string, repl *value, 
 		default:
 			say = "a multiple of "
 		}
-		return say + v.raw, nil, true
+		return say + v.Raw, nil, true
 	case "maxItems":
 		n, ok := count()
 		if p.allowed(name) || !ok {
@@ -517,25 +519,25 @@ func (p Profile) move(a *doc, name string, v *value) (note string, repl *value, 
 		// At least one item the grammar can still require.
 		return "at least " + n + " items", numValue("1"), true
 	case "uniqueItems":
-		if v.kind != kindBool {
+		if v.Kind != kindBool {
 			return "", nil, false
 		}
-		if !v.b {
+		if !v.Bool {
 			return "", nil, true // constrains nothing
 		}
 		return "no item repeated", nil, true
 	case "pattern":
 		// Only a pattern the host checks moves; one RE2 cannot compile
 		// is not checked by the host, so it stays a problem.
-		if p != Anthropic || v.kind != kindString || len(v.str) > maxNoted || !a.compiles(v.str) || !wordBoundary(v.str) {
+		if p != Anthropic || v.Kind != kindString || len(v.Str) > maxNoted || !a.compiles(v.Str) || !wordBoundary(v.Str) {
 			return "", nil, false
 		}
-		return "matching the pattern " + quote(v.str), nil, true
+		return "matching the pattern " + quote(v.Str), nil, true
 	case "format":
-		if v.kind != kindString || p.format(v.str) || len(v.str) > maxNoted {
+		if v.Kind != kindString || p.format(v.Str) || len(v.Str) > maxNoted {
 			return "", nil, false
 		}
-		return "format " + quote(v.str), nil, true
+		return "format " + quote(v.Str), nil, true
 	}
 	return "", nil, false
 }

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"github.com/mcphost/mcphost/internal/jsontree"
+
 	"fmt"
 	"slices"
 	"strconv"
@@ -45,25 +47,25 @@ func (m *nullMap) apply(v *value) bool {
 		return false
 	}
 	changed := false
-	switch v.kind {
+	switch v.Kind {
 	case kindObject:
-		kept := v.obj[:0:0]
-		for _, mem := range v.obj {
-			if mem.val.kind == kindNull && m.isOptional(mem.name) {
+		kept := v.Obj[:0:0]
+		for _, mem := range v.Obj {
+			if mem.Val.Kind == kindNull && m.isOptional(mem.Name) {
 				changed = true
 				continue
 			}
-			if sub := m.props[mem.name]; sub != nil && sub.apply(mem.val) {
+			if sub := m.props[mem.Name]; sub != nil && sub.apply(mem.Val) {
 				changed = true
 			}
 			kept = append(kept, mem)
 		}
 		if changed {
-			v.obj = kept
+			v.Obj = kept
 		}
 	case kindArray:
 		if m.items != nil {
-			for _, e := range v.arr {
+			for _, e := range v.Arr {
 				if m.items.apply(e) {
 					changed = true
 				}
@@ -171,8 +173,8 @@ func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nul
 		x.fail("", "the strict form would hold more than %d schemas (its $refs are inlined), which is more than mcphost makes", strictBudget)
 		return nil, nil
 	}
-	if s.kind == kindBool {
-		if s.b {
+	if s.Kind == kindBool {
+		if s.Bool {
 			x.fail(ptr, "untyped value (the schema true admits any JSON value), and strict mode needs a type")
 		} else {
 			x.fail(ptr, "the schema false admits nothing, which strict mode cannot express")
@@ -182,11 +184,11 @@ func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nul
 	if r, ok := x.a.refs[s]; ok {
 		return x.ref(s, r, ptr, root, inComp)
 	}
-	if s.has("allOf") && keyword("allOf", x.a.d) != clUnknown {
+	if s.Has("allOf") && keyword("allOf", x.a.d) != clUnknown {
 		x.fail(ptr+"/allOf", "allOf is left as written: closing its branches, or merging them, could change what they admit")
 		return nil, nil
 	}
-	if s.has("anyOf") || s.has("oneOf") {
+	if s.Has("anyOf") || s.Has("oneOf") {
 		if root {
 			x.fail(ptr, "the root is a composition (anyOf/oneOf), not an object, and strict mode needs an object root")
 			return nil, nil
@@ -222,7 +224,7 @@ func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nul
 	}
 	// Room for what the strict form adds to an object (properties,
 	// required, additionalProperties), so that it is allocated once.
-	out := &value{kind: kindObject, src: ptr, obj: make([]member, 0, len(s.obj)+3)}
+	out := &value{Kind: kindObject, Src: ptr, Obj: make([]member, 0, len(s.Obj)+3)}
 	var nm *nullMap
 	t := "null"
 	if len(nonNull) == 1 {
@@ -240,7 +242,7 @@ func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nul
 		return nil, nil
 	}
 	if !typed {
-		out.obj = append([]member{{name: "type", rawName: `"type"`, val: typeValue(types)}}, out.obj...)
+		out.Obj = append([]member{{Name: "type", RawName: `"type"`, Val: typeValue(types)}}, out.Obj...)
 	}
 	return out, nm
 }
@@ -248,8 +250,8 @@ func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nul
 // A replacement is a member that copyKept writes in place of the
 // original's, or, with a nil val, drops.
 type replacement struct {
-	name string
-	val  *value
+	Name string
+	Val  *value
 }
 
 // copyKept copies into out the members of s that keep, in order; override
@@ -259,22 +261,22 @@ type replacement struct {
 // types than t are dropped too: they constrain nothing here.
 func (x *stricter) copyKept(s, out *value, t string, override ...replacement) {
 	var used uint64 // bit i: override[i] is spent; there are never 64
-	for _, m := range s.obj {
+	for _, m := range s.Obj {
 		i := 0
 		for ; i < len(override); i++ {
-			if used&(1<<i) == 0 && override[i].name == m.name {
+			if used&(1<<i) == 0 && override[i].Name == m.Name {
 				break
 			}
 		}
 		if i < len(override) {
 			used |= 1 << i
-			if v := override[i].val; v != nil {
-				out.obj = append(out.obj, member{name: m.name, rawName: m.rawName, val: v})
+			if v := override[i].Val; v != nil {
+				out.Obj = append(out.Obj, member{Name: m.Name, RawName: m.RawName, Val: v})
 			}
 			continue
 		}
-		if x.keep(m.name) && (t == "" || !onlyForOthers(m.name, t)) {
-			out.obj = append(out.obj, m)
+		if x.keep(m.Name) && (t == "" || !onlyForOthers(m.Name, t)) {
+			out.Obj = append(out.Obj, m)
 		}
 	}
 }
@@ -300,9 +302,9 @@ func (x *stricter) ref(s *value, r ref, ptr string, root, inComp bool) (*value, 
 		// Since 2019-09, keywords beside $ref apply as well; draft-07
 		// ignores them. Annotations can be folded into the inlined
 		// schema; anything else would have to be merged with it.
-		for _, m := range s.obj {
-			if m.name != "$ref" && !annotationOnly(m.name, x.a.d) && keyword(m.name, x.a.d) != clUnknown {
-				x.fail(ptr+"/"+escapeToken(m.name), "%s beside $ref would have to be merged into the referenced schema, which could change its meaning", quote(m.name))
+		for _, m := range s.Obj {
+			if m.Name != "$ref" && !annotationOnly(m.Name, x.a.d) && keyword(m.Name, x.a.d) != clUnknown {
+				x.fail(ptr+"/"+jsontree.EscapeToken(m.Name), "%s beside $ref would have to be merged into the referenced schema, which could change its meaning", quote(m.Name))
 				return nil, nil
 			}
 		}
@@ -323,8 +325,8 @@ func (x *stricter) ref(s *value, r ref, ptr string, root, inComp bool) (*value, 
 		return nil, nil
 	}
 	for _, name := range []string{"title", "description"} {
-		if d := s.get(name); d != nil && d.kind == kindString {
-			v.set(name, d)
+		if d := s.Get(name); d != nil && d.Kind == kindString {
+			v.Set(name, d)
 		}
 	}
 	return v, nm
@@ -332,18 +334,18 @@ func (x *stricter) ref(s *value, r ref, ptr string, root, inComp bool) (*value, 
 
 // object makes the strict form of an object schema into out.
 func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *nullMap {
-	props := s.get("properties")
-	ap := s.get("additionalProperties")
-	if s.has("patternProperties") {
+	props := s.Get("properties")
+	ap := s.Get("additionalProperties")
+	if s.Has("patternProperties") {
 		x.fail(ptr+"/patternProperties", "free-form map (patternProperties): strict mode closes every object, which would refuse the names the patterns admit")
 		return nil
 	}
-	if ap != nil && (ap.kind != kindBool || ap.b) {
+	if ap != nil && (ap.Kind != kindBool || ap.Bool) {
 		x.fail(ptr+"/additionalProperties", "free-form map (additionalProperties is %s): closing it would refuse the entries it admits", describeSchema(ap))
 		return nil
 	}
 	closed := ap != nil
-	if !closed && (props == nil || len(props.obj) == 0 && !root) {
+	if !closed && (props == nil || len(props.Obj) == 0 && !root) {
 		x.fail(ptr, "free-form object: it declares no properties and does not forbid others, so it may hold any; closing it would refuse them")
 		return nil
 	}
@@ -351,25 +353,25 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 		x.fail(ptr, "object inside anyOf/oneOf that is not closed: closing it there could change which branch a value matches, so the composition is left as written")
 		return nil
 	}
-	req := s.get("required").arrOrNil()
-	declared := props.get
-	if len(props.objOrNil()) > 16 {
+	req := s.Get("required").Elements()
+	declared := props.Get
+	if len(props.Members()) > 16 {
 		// Linear lookups are cheaper for the small objects most are.
-		names := make(map[string]*value, len(props.obj))
-		for _, m := range props.obj {
-			names[m.name] = m.val
+		names := make(map[string]*value, len(props.Obj))
+		for _, m := range props.Obj {
+			names[m.Name] = m.Val
 		}
 		declared = func(n string) *value { return names[n] }
 	}
 	for _, n := range req {
-		if declared(n.str) == nil {
-			x.fail(ptr+"/required", "%s is required but not declared in properties, so a closed object would refuse it", quote(n.str))
+		if declared(n.Str) == nil {
+			x.fail(ptr+"/required", "%s is required but not declared in properties, so a closed object would refuse it", quote(n.Str))
 			return nil
 		}
 	}
 	isRequired := func(name string) bool {
 		for _, n := range req {
-			if n.str == name {
+			if n.Str == name {
 				return true
 			}
 		}
@@ -378,26 +380,26 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 	if len(req) > 16 {
 		required := make(map[string]bool, len(req))
 		for _, n := range req {
-			required[n.str] = true
+			required[n.Str] = true
 		}
 		isRequired = func(name string) bool { return required[name] }
 	}
 	var nm nullMap
-	nprops := len(props.objOrNil())
+	nprops := len(props.Members())
 	// The new properties, the required list and its elements, allocated
 	// at once.
 	vals := make([]value, 2+nprops)
 	newProps, names, nameVals := &vals[0], &vals[1], vals[2:]
-	*newProps = value{kind: kindObject, obj: make([]member, 0, nprops)}
-	*names = value{kind: kindArray, arr: make([]*value, 0, nprops)}
+	*newProps = value{Kind: kindObject, Obj: make([]member, 0, nprops)}
+	*names = value{Kind: kindArray, Arr: make([]*value, 0, nprops)}
 	if props != nil {
-		for i, m := range props.obj {
-			pp := ptr + "/properties/" + escapeToken(m.name)
-			child, cnm := x.schema(m.val, pp, false, inComp)
+		for i, m := range props.Obj {
+			pp := ptr + "/properties/" + jsontree.EscapeToken(m.Name)
+			child, cnm := x.schema(m.Val, pp, false, inComp)
 			if child == nil {
 				return nil
 			}
-			required := isRequired(m.name)
+			required := isRequired(m.Name)
 			if !required {
 				x.sawOptional = true
 			}
@@ -408,18 +410,18 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 				// sent for a property whose schema refuses it is still
 				// removed (as under the closed form): the model can
 				// only have meant "omitted".
-				if !inComp && x.refusesNull(m.val, 0) {
+				if !inComp && x.refusesNull(m.Val, 0) {
 					if nm.optional == nil {
 						nm.optional = make([]string, 0, nprops-i)
 					}
-					nm.optional = append(nm.optional, m.name)
+					nm.optional = append(nm.optional, m.Name)
 				}
 			default:
 				if inComp {
 					x.fail(pp, "optional property inside anyOf/oneOf: making it required and nullable there could change which branch a value matches")
 					return nil
 				}
-				if !x.refusesNull(m.val, 0) {
+				if !x.refusesNull(m.Val, 0) {
 					x.fail(pp, "optional property that admits null: omitting it and sending null mean different things, and a strict form (where every property is sent, null standing for omitted) cannot tell them apart")
 					return nil
 				}
@@ -427,18 +429,18 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 				if nm.optional == nil {
 					nm.optional = make([]string, 0, nprops-i)
 				}
-				nm.optional = append(nm.optional, m.name)
+				nm.optional = append(nm.optional, m.Name)
 			}
 			if !cnm.empty() {
 				if nm.props == nil {
 					nm.props = map[string]*nullMap{}
 				}
-				nm.props[m.name] = cnm
+				nm.props[m.Name] = cnm
 			}
-			newProps.obj = append(newProps.obj, member{name: m.name, rawName: m.rawName, val: child})
+			newProps.Obj = append(newProps.Obj, member{Name: m.Name, RawName: m.RawName, Val: child})
 			if required || !x.keepOptional {
-				nameVals[i] = value{kind: kindString, str: m.name, raw: m.rawName}
-				names.arr = append(names.arr, &nameVals[i])
+				nameVals[i] = value{Kind: kindString, Str: m.Name, Raw: m.RawName}
+				names.Arr = append(names.Arr, &nameVals[i])
 			}
 		}
 	}
@@ -448,15 +450,15 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 		replacement{"required", names},
 		replacement{"additionalProperties", falseSchema})
 	if props == nil {
-		out.set("properties", newProps)
+		out.Set("properties", newProps)
 	}
-	if !s.has("required") && (len(names.arr) > 0 || nprops == 0 || !x.keepOptional) {
+	if !s.Has("required") && (len(names.Arr) > 0 || nprops == 0 || !x.keepOptional) {
 		// (An Anthropic form whose properties are all optional has no
 		// "required"; one without properties says it, as OpenAI's.)
-		out.set("required", names)
+		out.Set("required", names)
 	}
-	if !s.has("additionalProperties") {
-		out.set("additionalProperties", falseSchema)
+	if !s.Has("additionalProperties") {
+		out.Set("additionalProperties", falseSchema)
 	}
 	if len(nm.optional) == 0 && len(nm.props) == 0 {
 		return nil
@@ -467,8 +469,8 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 
 // array makes the strict form of an array schema into out.
 func (x *stricter) array(s *value, ptr string, inComp bool, out *value) *nullMap {
-	items := s.get("items")
-	if s.has("prefixItems") && keyword("prefixItems", x.a.d) != clUnknown || items != nil && items.kind == kindArray {
+	items := s.Get("items")
+	if s.Has("prefixItems") && keyword("prefixItems", x.a.d) != clUnknown || items != nil && items.Kind == kindArray {
 		x.fail(ptr, "tuple (a list of item schemas): strict mode has no tuples")
 		return nil
 	}
@@ -493,27 +495,27 @@ func (x *stricter) array(s *value, ptr string, inComp bool, out *value) *nullMap
 // is offered as anyOf, which strict mode has, when no value can match two
 // of its branches: then the two admit the same values.
 func (x *stricter) union(s *value, ptr string, inComp bool) (*value, *nullMap) {
-	if s.has("anyOf") && s.has("oneOf") {
+	if s.Has("anyOf") && s.Has("oneOf") {
 		x.fail(ptr, "anyOf and oneOf together are left as written")
 		return nil, nil
 	}
 	kw := "anyOf"
-	if s.has("oneOf") {
+	if s.Has("oneOf") {
 		kw = "oneOf"
 	}
-	list := s.get(kw)
+	list := s.Get(kw)
 	types, typed := typesOf(s)
-	for _, m := range s.obj {
+	for _, m := range s.Obj {
 		switch {
-		case m.name == kw || m.name == "type" || m.name == "title" || m.name == "description" || !x.keep(m.name):
+		case m.Name == kw || m.Name == "type" || m.Name == "title" || m.Name == "description" || !x.keep(m.Name):
 		default:
-			x.fail(ptr+"/"+escapeToken(m.name), "%s beside %s would have to be merged into every branch, so the composition is left as written", quote(m.name), kw)
+			x.fail(ptr+"/"+jsontree.EscapeToken(m.Name), "%s beside %s would have to be merged into every branch, so the composition is left as written", quote(m.Name), kw)
 			return nil, nil
 		}
 	}
-	out := &value{kind: kindObject, src: ptr}
-	branches := &value{kind: kindArray}
-	for i, b := range list.arr {
+	out := &value{Kind: kindObject, Src: ptr}
+	branches := &value{Kind: kindArray}
+	for i, b := range list.Arr {
 		bp := ptr + "/" + kw + "/" + strconv.Itoa(i)
 		child, _ := x.schema(b, bp, false, true)
 		if child == nil {
@@ -526,16 +528,16 @@ func (x *stricter) union(s *value, ptr string, inComp bool) (*value, *nullMap) {
 				return nil, nil
 			}
 		}
-		branches.arr = append(branches.arr, child)
+		branches.Arr = append(branches.Arr, child)
 	}
 	if kw == "oneOf" {
-		if len(list.arr) > maxOneOf {
-			x.fail(ptr+"/oneOf", "oneOf with %d branches: mcphost proves branches disjoint pairwise only for up to %d", len(list.arr), maxOneOf)
+		if len(list.Arr) > maxOneOf {
+			x.fail(ptr+"/oneOf", "oneOf with %d branches: mcphost proves branches disjoint pairwise only for up to %d", len(list.Arr), maxOneOf)
 			return nil, nil
 		}
-		for i := range list.arr {
-			for j := i + 1; j < len(list.arr); j++ {
-				if !x.disjoint(list.arr[i], list.arr[j]) {
+		for i := range list.Arr {
+			for j := i + 1; j < len(list.Arr); j++ {
+				if !x.disjoint(list.Arr[i], list.Arr[j]) {
 					x.fail(ptr+"/oneOf", "oneOf whose branches %d and %d may overlap: offered as anyOf, a value matching both would be admitted, which oneOf refuses", i, j)
 					return nil, nil
 				}
@@ -545,7 +547,7 @@ func (x *stricter) union(s *value, ptr string, inComp bool) (*value, *nullMap) {
 	// The type beside the composition is implied by every branch, so
 	// dropping it admits the same values.
 	x.copyKept(s, out, "", replacement{kw, nil}, replacement{"type", nil})
-	out.set("anyOf", branches)
+	out.Set("anyOf", branches)
 	return out, nil
 }
 
@@ -555,57 +557,57 @@ func (x *stricter) union(s *value, ptr string, inComp bool) (*value, *nullMap) {
 // the union admits the same values). Strict mode documents type lists
 // only for [T, "null"].
 func (x *stricter) split(s *value, ptr string, types []string, inComp bool) (*value, *nullMap) {
-	for _, m := range s.obj {
-		switch m.name {
+	for _, m := range s.Obj {
+		switch m.Name {
 		case "type", "enum", "const", "title", "description":
 			continue
 		}
-		if x.keep(m.name) && !onlyForOthers(m.name, "null") {
+		if x.keep(m.Name) && !onlyForOthers(m.Name, "null") {
 			// A keyword for every type (not, if, ...) would have to go
 			// into every branch.
-			x.fail(ptr+"/"+escapeToken(m.name), "%s beside a list of types would have to be merged into a branch for each type, so the schema is left as written", quote(m.name))
+			x.fail(ptr+"/"+jsontree.EscapeToken(m.Name), "%s beside a list of types would have to be merged into a branch for each type, so the schema is left as written", quote(m.Name))
 			return nil, nil
 		}
 	}
-	out := &value{kind: kindObject, src: ptr}
-	branches := &value{kind: kindArray}
+	out := &value{Kind: kindObject, Src: ptr}
+	branches := &value{Kind: kindArray}
 	nm := &nullMap{}
-	enum, cnst := s.get("enum"), s.get("const")
+	enum, cnst := s.Get("enum"), s.Get("const")
 	seen := map[string]bool{}
 	for _, t := range types {
 		if seen[t] {
 			continue
 		}
 		seen[t] = true
-		synth := &value{kind: kindObject, obj: []member{{name: "type", rawName: `"type"`, val: strValue(t)}}}
+		synth := &value{Kind: kindObject, Obj: []member{{Name: "type", RawName: `"type"`, Val: strValue(t)}}}
 		if enum != nil {
-			vals := &value{kind: kindArray}
-			for _, e := range enum.arr {
+			vals := &value{Kind: kindArray}
+			for _, e := range enum.Arr {
 				if ofType(e, t) {
-					vals.arr = append(vals.arr, e)
+					vals.Arr = append(vals.Arr, e)
 				}
 			}
-			if len(vals.arr) == 0 {
+			if len(vals.Arr) == 0 {
 				continue
 			}
-			synth.set("enum", vals)
+			synth.Set("enum", vals)
 		}
 		if cnst != nil {
 			if !ofType(cnst, t) {
 				continue
 			}
-			synth.set("const", cnst)
+			synth.Set("const", cnst)
 		}
-		for _, m := range s.obj {
-			if forType(m.name, t) {
-				synth.obj = append(synth.obj, m)
+		for _, m := range s.Obj {
+			if forType(m.Name, t) {
+				synth.Obj = append(synth.Obj, m)
 			}
 		}
 		child, cnm := x.schema(synth, ptr, false, inComp)
 		if child == nil {
 			return nil, nil
 		}
-		child.src = ptr
+		child.Src = ptr
 		switch {
 		case cnm.empty():
 		case t == "object":
@@ -613,14 +615,14 @@ func (x *stricter) split(s *value, ptr string, types []string, inComp bool) (*va
 		case t == "array":
 			nm.items = cnm.items
 		}
-		branches.arr = append(branches.arr, child)
+		branches.Arr = append(branches.Arr, child)
 	}
-	for _, m := range s.obj {
-		if m.name == "title" || m.name == "description" {
-			out.obj = append(out.obj, m)
+	for _, m := range s.Obj {
+		if m.Name == "title" || m.Name == "description" {
+			out.Obj = append(out.Obj, m)
 		}
 	}
-	out.set("anyOf", branches)
+	out.Set("anyOf", branches)
 	if nm.empty() {
 		return out, nil
 	}
@@ -631,34 +633,34 @@ func (x *stricter) split(s *value, ptr string, types []string, inComp bool) (*va
 // providers document it: a type list with "null" (and null added to an
 // enum, which would refuse it otherwise), or an anyOf with a null branch.
 func nullable(v *value) *value {
-	onlyAnyOf := v.has("anyOf")
-	for _, m := range v.obj {
-		if m.name != "anyOf" && m.name != "title" && m.name != "description" {
+	onlyAnyOf := v.Has("anyOf")
+	for _, m := range v.Obj {
+		if m.Name != "anyOf" && m.Name != "title" && m.Name != "description" {
 			onlyAnyOf = false
 		}
 	}
 	if onlyAnyOf {
-		list := v.get("anyOf")
-		v.set("anyOf", &value{kind: kindArray, arr: append(list.arr[:len(list.arr):len(list.arr)], nullSchema())})
+		list := v.Get("anyOf")
+		v.Set("anyOf", &value{Kind: kindArray, Arr: append(list.Arr[:len(list.Arr):len(list.Arr)], nullSchema())})
 		return v
 	}
-	if t := v.get("type"); t != nil && !v.has("const") && !v.has("anyOf") {
-		switch t.kind {
+	if t := v.Get("type"); t != nil && !v.Has("const") && !v.Has("anyOf") {
+		switch t.Kind {
 		case kindString:
-			v.set("type", &value{kind: kindArray, arr: []*value{t, nullTypeName}})
+			v.Set("type", &value{Kind: kindArray, Arr: []*value{t, nullTypeName}})
 		case kindArray:
-			v.set("type", &value{kind: kindArray, arr: append(t.arr[:len(t.arr):len(t.arr)], nullTypeName)})
+			v.Set("type", &value{Kind: kindArray, Arr: append(t.Arr[:len(t.Arr):len(t.Arr)], nullTypeName)})
 		}
-		if e := v.get("enum"); e != nil {
-			v.set("enum", &value{kind: kindArray, arr: append(e.arr[:len(e.arr):len(e.arr)], nullLiteral)})
+		if e := v.Get("enum"); e != nil {
+			v.Set("enum", &value{Kind: kindArray, Arr: append(e.Arr[:len(e.Arr):len(e.Arr)], nullLiteral)})
 		}
 		return v
 	}
-	return &value{kind: kindObject, src: v.src, obj: []member{{name: "anyOf", rawName: `"anyOf"`, val: &value{kind: kindArray, arr: []*value{v, nullSchema()}}}}}
+	return &value{Kind: kindObject, Src: v.Src, Obj: []member{{Name: "anyOf", RawName: `"anyOf"`, Val: &value{Kind: kindArray, Arr: []*value{v, nullSchema()}}}}}
 }
 
 func nullSchema() *value {
-	return &value{kind: kindObject, obj: []member{{name: "type", rawName: `"type"`, val: nullTypeName}}}
+	return &value{Kind: kindObject, Obj: []member{{Name: "type", RawName: `"type"`, Val: nullTypeName}}}
 }
 
 // Leaves every strict and closed form may share, made once: a leaf is never
@@ -691,8 +693,8 @@ func (x *stricter) refusesNull(s *value, depth int) bool {
 }
 
 func (x *stricter) refuses(s *value, depth int) bool {
-	if s.kind == kindBool {
-		return !s.b
+	if s.Kind == kindBool {
+		return !s.Bool
 	}
 	if r, ok := x.a.refs[s]; ok {
 		if x.refusesNull(r.target, depth+1) {
@@ -705,10 +707,10 @@ func (x *stricter) refuses(s *value, depth int) bool {
 	if types, ok := typesOf(s); ok && !contains(types, "null") {
 		return true
 	}
-	if e := s.get("enum"); e != nil && e.kind == kindArray {
+	if e := s.Get("enum"); e != nil && e.Kind == kindArray {
 		admits := false
-		for _, v := range e.arr {
-			if v.kind == kindNull {
+		for _, v := range e.Arr {
+			if v.Kind == kindNull {
 				admits = true
 			}
 		}
@@ -716,13 +718,13 @@ func (x *stricter) refuses(s *value, depth int) bool {
 			return true
 		}
 	}
-	if c := s.get("const"); c != nil && c.kind != kindNull {
+	if c := s.Get("const"); c != nil && c.Kind != kindNull {
 		return true
 	}
 	for _, kw := range []string{"anyOf", "oneOf"} {
-		if l := s.get(kw); l != nil && l.kind == kindArray && len(l.arr) > 0 {
+		if l := s.Get(kw); l != nil && l.Kind == kindArray && len(l.Arr) > 0 {
 			all := true
-			for _, b := range l.arr {
+			for _, b := range l.Arr {
 				if !x.refusesNull(b, depth+1) {
 					all = false
 				}
@@ -732,8 +734,8 @@ func (x *stricter) refuses(s *value, depth int) bool {
 			}
 		}
 	}
-	if l := s.get("allOf"); l != nil && l.kind == kindArray {
-		for _, b := range l.arr {
+	if l := s.Get("allOf"); l != nil && l.Kind == kindArray {
+		for _, b := range l.Arr {
 			if x.refusesNull(b, depth+1) {
 				return true
 			}
@@ -804,52 +806,45 @@ func (x *stricter) disjoint(a, b *value) bool {
 // requiresForeign reports whether a requires a property that the closed
 // object b does not declare.
 func (x *stricter) requiresForeign(a, b *value) bool {
-	ap := b.get("additionalProperties")
-	if ap == nil || ap.kind != kindBool || ap.b || b.has("patternProperties") {
+	ap := b.Get("additionalProperties")
+	if ap == nil || ap.Kind != kindBool || ap.Bool || b.Has("patternProperties") {
 		return false
 	}
 	if t, ok := typesOf(a); !ok || !contains(t, "object") || len(t) != 1 {
 		return false
 	}
-	props := b.get("properties")
-	for _, n := range a.get("required").arrOrNil() {
-		if n.kind == kindString && props.get(n.str) == nil {
+	props := b.Get("properties")
+	for _, n := range a.Get("required").Elements() {
+		if n.Kind == kindString && props.Get(n.Str) == nil {
 			return true
 		}
 	}
 	return false
 }
 
-func (v *value) arrOrNil() []*value {
-	if v == nil || v.kind != kindArray {
-		return nil
-	}
-	return v.arr
-}
-
 // constants returns the values an enum or const allows.
 func constants(s *value) ([]*value, bool) {
-	if c := s.get("const"); c != nil {
+	if c := s.Get("const"); c != nil {
 		return []*value{c}, true
 	}
-	if e := s.get("enum"); e != nil && e.kind == kindArray {
-		return e.arr, true
+	if e := s.Get("enum"); e != nil && e.Kind == kindArray {
+		return e.Arr, true
 	}
 	return nil, false
 }
 
 // typesOf returns the types a schema's "type" lists.
 func typesOf(s *value) ([]string, bool) {
-	t := s.get("type")
+	t := s.Get("type")
 	if t == nil {
 		return nil, false
 	}
-	if t.kind == kindString {
-		return []string{t.str}, true
+	if t.Kind == kindString {
+		return []string{t.Str}, true
 	}
 	var out []string
-	for _, e := range t.arr {
-		out = append(out, e.str)
+	for _, e := range t.Arr {
+		out = append(out, e.Str)
 	}
 	return out, true
 }
@@ -857,15 +852,15 @@ func typesOf(s *value) ([]string, bool) {
 // hasType reports whether the "type" of schema s names t, as
 // contains(typesOf(s)) would, without making the list.
 func hasType(s *value, t string) bool {
-	v := s.get("type")
+	v := s.Get("type")
 	switch {
 	case v == nil:
 		return false
-	case v.kind == kindString:
-		return v.str == t
+	case v.Kind == kindString:
+		return v.Str == t
 	}
-	for _, e := range v.arr {
-		if e.str == t {
+	for _, e := range v.Arr {
+		if e.Str == t {
 			return true
 		}
 	}
@@ -888,12 +883,12 @@ func typesFromValues(s *value) ([]string, bool) {
 	}
 	allInt := true
 	for _, v := range vals {
-		if v.kind == kindNumber && !v.isInteger() {
+		if v.Kind == kindNumber && !isInteger(v) {
 			allInt = false
 		}
 	}
 	for _, v := range vals {
-		switch v.kind {
+		switch v.Kind {
 		case kindNumber:
 			if allInt {
 				add("integer")
@@ -917,19 +912,19 @@ func typesFromValues(s *value) ([]string, bool) {
 func ofType(v *value, t string) bool {
 	switch t {
 	case "integer":
-		return v.kind == kindNumber && v.isInteger()
+		return v.Kind == kindNumber && isInteger(v)
 	case "number":
-		return v.kind == kindNumber
+		return v.Kind == kindNumber
 	case "string":
-		return v.kind == kindString
+		return v.Kind == kindString
 	case "boolean":
-		return v.kind == kindBool
+		return v.Kind == kindBool
 	case "null":
-		return v.kind == kindNull
+		return v.Kind == kindNull
 	case "array":
-		return v.kind == kindArray
+		return v.Kind == kindArray
 	case "object":
-		return v.kind == kindObject
+		return v.Kind == kindObject
 	}
 	return false
 }
@@ -938,9 +933,9 @@ func typeValue(types []string) *value {
 	if len(types) == 1 {
 		return strValue(types[0])
 	}
-	v := &value{kind: kindArray}
+	v := &value{Kind: kindArray}
 	for _, t := range types {
-		v.arr = append(v.arr, strValue(t))
+		v.Arr = append(v.Arr, strValue(t))
 	}
 	return v
 }
@@ -979,9 +974,9 @@ func overlap(a, b []string) bool {
 // describeSchema names a map's value schema for a message.
 func describeSchema(v *value) string {
 	switch {
-	case v.kind == kindBool && v.b:
+	case v.Kind == kindBool && v.Bool:
 		return "true"
-	case v.kind == kindObject && len(v.obj) == 0:
+	case v.Kind == kindObject && len(v.Obj) == 0:
 		return "{}, any value"
 	default:
 		return "a schema"

@@ -321,7 +321,7 @@ func (c *cli) checkLock(ctx context.Context, s *mcphost.Session, code int) int {
 				if d, err := pin.Digest(def); err == nil && d != entry.Table.Digest {
 					fields := ""
 					if changes, err := pin.Diff(entry.Table.Definition, def); err == nil {
-						fields = " (" + pin.Visible(pin.Fields(changes)) + ")"
+						fields = " (" + pin.Fields(changes) + ")"
 					}
 					say("table changed: [mcp.%s]%s differs from the lock's; review it with: %s", srv.Name, fields, c.approveCommand(srv.Name))
 				}

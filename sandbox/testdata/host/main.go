@@ -30,7 +30,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcphost/mcphost/egress"
+	"github.com/mcphost/mcphost/internal/egress"
 	"github.com/mcphost/mcphost/sandbox"
 )
 
