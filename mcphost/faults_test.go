@@ -663,6 +663,36 @@ func TestCallToFailedServer(t *testing.T) {
 	if _, err := s.Call(context.Background(), "mcp__nosuch__echo", json.RawMessage(`{}`)); !errors.Is(err, ErrUnknownTool) {
 		t.Errorf("Call to no server = %v, want ErrUnknownTool", err)
 	}
+	// So does every method that takes a server's name: a wrong name is
+	// no server that Restart could bring back. The failed server is gone.
+	ctx := context.Background()
+	for _, server := range []string{"nosuch", "exits"} {
+		_, errResources := s.Resources(ctx, server)
+		_, errRead := s.ReadResource(ctx, server, "file:///x")
+		_, errInstructions := s.Instructions(server)
+		_, _, errReview := s.InstructionsReview(server)
+		_, errPrompt := s.GetPrompt(ctx, server, "p", nil)
+		_, _, errPromptReview := s.PromptReview(server, "p")
+		for name, err := range map[string]error{
+			"Resources": errResources, "ReadResource": errRead, "Instructions": errInstructions,
+			"InstructionsReview": errReview, "GetPrompt": errPrompt, "PromptReview": errPromptReview,
+			"ApproveInstructions": s.ApproveInstructions(server), "ApprovePrompt": s.ApprovePrompt(server, "p"),
+		} {
+			want, other := ErrUnknownTool, ErrServerGone
+			if server == "exits" {
+				if strings.Contains(name, "Review") || strings.HasPrefix(name, "Approve") {
+					continue // reviews read the state, not the server
+				}
+				want, other = ErrServerGone, ErrUnknownTool
+			}
+			if !errors.Is(err, want) || errors.Is(err, other) {
+				t.Errorf("%s(%q) = %v, want %v", name, server, err, want)
+			}
+		}
+	}
+	if err := s.Restart(ctx, "nosuch"); !errors.Is(err, ErrUnknownTool) {
+		t.Errorf("Restart(nosuch) = %v, want ErrUnknownTool", err)
+	}
 }
 
 // TestUnsupportedNoticeSaysOptOutOnce: the opt-out is named exactly once,

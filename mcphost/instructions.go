@@ -93,12 +93,12 @@ func (srv *server) pinInstructions(ls loadedState, now time.Time) (rec *pinRecor
 // reviewed. It returns "" and no error for a server without instructions.
 // Instructions that changed since their review, that no review covers, or
 // whose review cannot be read or recorded are not returned: the error
-// wraps ErrNeedsApproval and says what a person runs. An unknown or not
-// running server's error wraps ErrServerGone.
+// wraps ErrNeedsApproval and says what a person runs. An unknown server's
+// error wraps ErrUnknownTool, a server that is not running's ErrServerGone.
 func (s *Session) Instructions(server string) (string, error) {
 	srv, ok := s.servers[server]
 	if !ok {
-		return "", fmt.Errorf("mcphost: instructions: %w: no server named %q", ErrServerGone, printable(server, 80))
+		return "", fmt.Errorf("mcphost: instructions: %w: no server named %q", ErrUnknownTool, printable(server, 80))
 	}
 	if _, err := srv.session(); err != nil {
 		return "", fmt.Errorf("mcphost: instructions: %w", err)
@@ -126,7 +126,7 @@ func (s *Session) Instructions(server string) (string, error) {
 func (s *Session) InstructionsReview(server string) (string, PinStatus, error) {
 	srv, ok := s.servers[server]
 	if !ok {
-		return "", "", fmt.Errorf("mcphost: %w: no server named %q", ErrServerGone, printable(server, 80))
+		return "", "", fmt.Errorf("mcphost: %w: no server named %q", ErrUnknownTool, printable(server, 80))
 	}
 	srv.mu.Lock()
 	text, p := srv.instructions, srv.ins
@@ -152,7 +152,7 @@ func (s *Session) InstructionsReview(server string) (string, PinStatus, error) {
 func (s *Session) ApproveInstructions(server string) error {
 	srv, ok := s.servers[server]
 	if !ok {
-		return fmt.Errorf("mcphost: approve instructions: %w: no server named %q", ErrServerGone, printable(server, 80))
+		return fmt.Errorf("mcphost: approve instructions: %w: no server named %q", ErrUnknownTool, printable(server, 80))
 	}
 	if _, err := srv.session(); err != nil {
 		return fmt.Errorf("mcphost: approve instructions: %w", err)

@@ -221,7 +221,7 @@ func (srv *server) prompt(name string) (*Prompt, bool) {
 func (s *Session) GetPrompt(ctx context.Context, server, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	srv, ok := s.servers[server]
 	if !ok {
-		return nil, fmt.Errorf("mcphost: get prompt: %w: no server named %q", ErrServerGone, printable(server, 80))
+		return nil, fmt.Errorf("mcphost: get prompt: %w: no server named %q", ErrUnknownTool, printable(server, 80))
 	}
 	cs, err := srv.session()
 	if err != nil {
@@ -304,7 +304,7 @@ func contentSize(c mcp.Content) int64 {
 func (s *Session) PromptReview(server, name string) (string, PinStatus, error) {
 	srv, ok := s.servers[server]
 	if !ok {
-		return "", "", fmt.Errorf("mcphost: %w: no server named %q", ErrServerGone, printable(server, 80))
+		return "", "", fmt.Errorf("mcphost: %w: no server named %q", ErrUnknownTool, printable(server, 80))
 	}
 	p, ok := srv.prompt(name)
 	if !ok {
@@ -333,7 +333,7 @@ func (s *Session) PromptReview(server, name string) (string, PinStatus, error) {
 func (s *Session) ApprovePrompt(server, name string) error {
 	srv, ok := s.servers[server]
 	if !ok {
-		return fmt.Errorf("mcphost: approve prompt: %w: no server named %q", ErrServerGone, printable(server, 80))
+		return fmt.Errorf("mcphost: approve prompt: %w: no server named %q", ErrUnknownTool, printable(server, 80))
 	}
 	p, ok := srv.prompt(name)
 	if !ok {
