@@ -23,16 +23,16 @@ func (f *finding) String() string { return showPointer(f.ptr) + ": " + f.reason 
 
 // A ref is a resolved local reference.
 type ref struct {
-	target *value
+	target *jsontree.Value
 	ptr    string // the target's JSON pointer
 }
 
 // A doc is an input schema and what analysis learned of it.
 type doc struct {
-	root *value
+	root *jsontree.Value
 	d    dialect
 	// refs maps each schema that has a $ref to what it refers to.
-	refs map[*value]ref
+	refs map[*jsontree.Value]ref
 	// uncheckable is the first reason the schema cannot be handed to the
 	// validator as it means: Check then refuses every call, and no strict
 	// form is made.
@@ -46,7 +46,7 @@ type doc struct {
 	patterns map[string]bool
 	// edges lists the in-place subschemas of every schema that has any
 	// ($ref targets included), to find loops that never consume input.
-	edges map[*value][]*value
+	edges map[*jsontree.Value][]*jsontree.Value
 }
 
 func (a *doc) failCheck(ptr path, format string, args ...any) {
@@ -79,12 +79,12 @@ func (p path) String() string {
 // analyze learns the dialect of root, checks the form of every keyword the
 // dialect defines, resolves every $ref, compiles every pattern and looks
 // for reference loops.
-func analyze(root *value) *doc {
+func analyze(root *jsontree.Value) *doc {
 	// The maps are made on first use: most schemas have no $ref and no
 	// in-place keyword, and discovery analyzes every tool's schema.
 	a := &doc{root: root}
 	if s := root.Get("$schema"); s != nil {
-		if s.Kind != kindString {
+		if s.Kind != jsontree.String {
 			a.failCheck(path{"$schema"}, "$schema must be a string naming a JSON Schema dialect")
 			return a
 		}
@@ -105,11 +105,11 @@ func analyze(root *value) *doc {
 }
 
 // walk checks one schema and everything under it.
-func (a *doc) walk(s *value, ptr path, isRoot bool) {
-	if s.Kind == kindBool {
+func (a *doc) walk(s *jsontree.Value, ptr path, isRoot bool) {
+	if s.Kind == jsontree.Bool {
 		return
 	}
-	if s.Kind != kindObject {
+	if s.Kind != jsontree.Object {
 		a.failCheck(ptr, "a schema must be an object or a boolean, not %s", s.Kind)
 		return
 	}
@@ -130,7 +130,7 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 				}
 			}
 		case clSchemaList:
-			if v.Kind != kindArray {
+			if v.Kind != jsontree.Array {
 				a.failCheck(p, "%s must be an array of schemas", m.Name)
 				continue
 			}
@@ -144,7 +144,7 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 				}
 			}
 		case clSchemaMap, clContainer:
-			if v.Kind != kindObject {
+			if v.Kind != jsontree.Object {
 				a.failCheck(p, "%s must be an object of schemas", m.Name)
 				continue
 			}
@@ -162,26 +162,26 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 			}
 		case clItems:
 			switch {
-			case v.Kind == kindArray && a.d != draft2020:
+			case v.Kind == jsontree.Array && a.d != draft2020:
 				for i, e := range v.Arr {
 					ep := append(p, strconv.Itoa(i))
 					if a.isSchema(e, ep) {
 						a.walk(e, ep, false)
 					}
 				}
-			case v.Kind == kindArray:
+			case v.Kind == jsontree.Array:
 				a.failCheck(p, "items must be a schema in 2020-12 (tuples are written prefixItems)")
 			case a.isSchema(v, p):
 				a.walk(v, p, false)
 			}
 		case clDeps:
-			if v.Kind != kindObject {
+			if v.Kind != jsontree.Object {
 				a.failCheck(p, "dependencies must be an object")
 				continue
 			}
 			for _, e := range v.Obj {
 				ep := append(p, e.Name)
-				if e.Val.Kind == kindArray {
+				if e.Val.Kind == jsontree.Array {
 					a.checkNames(e.Val, ep, "dependencies")
 				} else if a.isSchema(e.Val, ep) {
 					a.walk(e.Val, ep, false)
@@ -201,19 +201,19 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 				a.failCheck(p, "%s must be a non-negative integer (got %s)", m.Name, short(v))
 			}
 		case clString:
-			if v.Kind != kindString {
+			if v.Kind != jsontree.String {
 				a.failCheck(p, "%s must be a string", m.Name)
 			} else if m.Name == "pattern" {
 				a.compiles(v.Str)
 			}
 		case clBool:
-			if v.Kind != kindBool {
+			if v.Kind != jsontree.Bool {
 				a.failCheck(p, "%s must be true or false", m.Name)
 			}
 		case clNames:
 			a.checkNames(v, p, m.Name)
 		case clNamesMap:
-			if v.Kind != kindObject {
+			if v.Kind != jsontree.Object {
 				a.failCheck(p, "%s must be an object of arrays of names", m.Name)
 				continue
 			}
@@ -223,12 +223,12 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 		case clType:
 			a.checkType(v, p)
 		case clArray:
-			if v.Kind != kindArray {
+			if v.Kind != jsontree.Array {
 				a.failCheck(p, "%s must be an array", m.Name)
 			}
 		case clAny:
 		case clRef:
-			if v.Kind != kindString {
+			if v.Kind != jsontree.String {
 				a.failCheck(p, "%s must be a string", m.Name)
 				continue
 			}
@@ -242,7 +242,7 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 				continue
 			}
 			if a.refs == nil {
-				a.refs = map[*value]ref{}
+				a.refs = map[*jsontree.Value]ref{}
 			}
 			a.refs[s] = r
 			a.edge(s, r.target)
@@ -255,11 +255,11 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 					continue
 				}
 				d, ok := dialectOf(v.Str)
-				if v.Kind != kindString || !ok || d != a.d {
+				if v.Kind != jsontree.String || !ok || d != a.d {
 					a.failCheck(p, "a nested $schema that changes the dialect is not supported")
 				}
 			case "$id":
-				if v.Kind != kindString {
+				if v.Kind != jsontree.String {
 					a.failCheck(p, "$id must be a string")
 				} else if !isRoot {
 					a.failCheck(p, "$id below the root (an embedded schema resource) is not supported: it changes what references inside it mean")
@@ -268,7 +268,7 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 				a.failCheck(p, "$recursiveAnchor is not supported")
 			case "$vocabulary":
 			default: // $anchor, $dynamicAnchor: harmless unless referred to, and "#name" references are refused.
-				if v.Kind != kindString {
+				if v.Kind != jsontree.String {
 					a.failCheck(p, "%s must be a string", m.Name)
 				}
 			}
@@ -277,44 +277,44 @@ func (a *doc) walk(s *value, ptr path, isRoot bool) {
 }
 
 // edge records that schema s applies v in place.
-func (a *doc) edge(s, v *value) {
+func (a *doc) edge(s, v *jsontree.Value) {
 	if a.edges == nil {
-		a.edges = map[*value][]*value{}
+		a.edges = map[*jsontree.Value][]*jsontree.Value{}
 	}
 	a.edges[s] = append(a.edges[s], v)
 }
 
 // isSchema reports whether v can be a schema, and records it if not.
-func (a *doc) isSchema(v *value, ptr path) bool {
-	if v.Kind == kindObject || v.Kind == kindBool {
+func (a *doc) isSchema(v *jsontree.Value, ptr path) bool {
+	if v.Kind == jsontree.Object || v.Kind == jsontree.Bool {
 		return true
 	}
 	a.failCheck(ptr, "a schema must be an object or a boolean, not %s", v.Kind)
 	return false
 }
 
-func (a *doc) checkNames(v *value, ptr path, kw string) {
-	if v.Kind != kindArray {
+func (a *doc) checkNames(v *jsontree.Value, ptr path, kw string) {
+	if v.Kind != jsontree.Array {
 		a.failCheck(ptr, "%s must be an array of names", kw)
 		return
 	}
 	for i, e := range v.Arr {
-		if e.Kind != kindString {
+		if e.Kind != jsontree.String {
 			a.failCheck(append(ptr, strconv.Itoa(i)), "%s must list names (strings)", kw)
 			return
 		}
 	}
 }
 
-func (a *doc) checkType(v *value, ptr path) {
+func (a *doc) checkType(v *jsontree.Value, ptr path) {
 	switch v.Kind {
-	case kindString:
+	case jsontree.String:
 		if !isTypeName(v.Str) {
 			a.failCheck(ptr, "type %s is not a JSON Schema type", quote(v.Str))
 		}
-	case kindArray:
+	case jsontree.Array:
 		for i, e := range v.Arr {
-			if e.Kind != kindString || !isTypeName(e.Str) {
+			if e.Kind != jsontree.String || !isTypeName(e.Str) {
 				a.failCheck(append(ptr, strconv.Itoa(i)), "type must list JSON Schema type names")
 				return
 			}
@@ -324,23 +324,23 @@ func (a *doc) checkType(v *value, ptr path) {
 	}
 }
 
-func (a *doc) checkAnnotation(name string, v *value, ptr path) {
+func (a *doc) checkAnnotation(name string, v *jsontree.Value, ptr path) {
 	switch name {
 	case "default":
 	case "examples":
-		if v.Kind != kindArray {
+		if v.Kind != jsontree.Array {
 			a.failAnnotation(ptr, "examples must be an array")
 		}
 	case "deprecated", "readOnly", "writeOnly":
-		if v.Kind != kindBool {
+		if v.Kind != jsontree.Bool {
 			a.failAnnotation(ptr, "%s must be true or false", name)
 		}
 	case "contentSchema":
-		if v.Kind != kindObject && v.Kind != kindBool {
+		if v.Kind != jsontree.Object && v.Kind != jsontree.Bool {
 			a.failAnnotation(ptr, "contentSchema must be a schema")
 		}
 	default: // title, description, $comment, format, contentEncoding, contentMediaType
-		if v.Kind != kindString {
+		if v.Kind != jsontree.String {
 			a.failAnnotation(ptr, "%s must be a string, not %s", name, v.Kind)
 		}
 	}
@@ -368,7 +368,7 @@ func (a *doc) resolve(s string) (ref, string) {
 	}
 	segs := strings.Split(frag[1:], "/")
 	for i := 0; i < len(segs); i++ {
-		if cur.Kind != kindObject {
+		if cur.Kind != jsontree.Object {
 			return ref{}, "does not resolve to a schema in this document"
 		}
 		kw := jsontree.UnescapeToken(segs[i])
@@ -381,14 +381,14 @@ func (a *doc) resolve(s string) (ref, string) {
 			cur = v
 			continue
 		case clItems:
-			if v.Kind != kindArray {
+			if v.Kind != jsontree.Array {
 				cur = v
 				continue
 			}
 		case clSchemaList:
 		case clSchemaMap, clContainer, clDeps:
 			i++
-			if i >= len(segs) || v.Kind != kindObject {
+			if i >= len(segs) || v.Kind != jsontree.Object {
 				return ref{}, "does not resolve to a schema in this document"
 			}
 			e := v.Get(jsontree.UnescapeToken(segs[i]))
@@ -402,7 +402,7 @@ func (a *doc) resolve(s string) (ref, string) {
 		}
 		// An array of schemas: the next token is an index.
 		i++
-		if i >= len(segs) || v.Kind != kindArray {
+		if i >= len(segs) || v.Kind != jsontree.Array {
 			return ref{}, "does not resolve to a schema in this document"
 		}
 		n, err := strconv.Atoi(segs[i])
@@ -411,7 +411,7 @@ func (a *doc) resolve(s string) (ref, string) {
 		}
 		cur = v.Arr[n]
 	}
-	if cur.Kind != kindObject && cur.Kind != kindBool {
+	if cur.Kind != jsontree.Object && cur.Kind != jsontree.Bool {
 		return ref{}, "does not resolve to a schema in this document"
 	}
 	return ref{cur, frag}, ""
@@ -430,9 +430,9 @@ func (a *doc) findLoops() {
 		grey
 		black
 	)
-	color := make(map[*value]uint8, len(a.edges))
-	var visit func(v *value) bool
-	visit = func(v *value) bool {
+	color := make(map[*jsontree.Value]uint8, len(a.edges))
+	var visit func(v *jsontree.Value) bool
+	visit = func(v *jsontree.Value) bool {
 		switch color[v] {
 		case grey:
 			return true
@@ -463,9 +463,9 @@ func (a *doc) findLoops() {
 	// references can still multiply: a chain of anyOfs whose two branches
 	// refer to the same next one doubles at every step. The validator
 	// visits every path (anyOf visits all its branches), so bound them.
-	cost := make(map[*value]int, len(a.edges))
-	var paths func(v *value) int
-	paths = func(v *value) int {
+	cost := make(map[*jsontree.Value]int, len(a.edges))
+	var paths func(v *jsontree.Value) int
+	paths = func(v *jsontree.Value) int {
 		if c, ok := cost[v]; ok {
 			return c
 		}
@@ -539,8 +539,8 @@ func isHex(s string) bool {
 }
 
 // finite returns a number's value as a float64, if it is one.
-func finite(v *value) (float64, bool) {
-	if v.Kind != kindNumber {
+func finite(v *jsontree.Value) (float64, bool) {
+	if v.Kind != jsontree.Number {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(v.Raw, 64)
@@ -552,7 +552,7 @@ func finite(v *value) (float64, bool) {
 
 // isCount reports whether v is a non-negative integer, however written
 // (5, 5.0 and 5e0 all are).
-func isCount(v *value) bool {
+func isCount(v *jsontree.Value) bool {
 	r, ok := number(v)
 	return ok && r.IsInt() && r.Sign() >= 0
 }
@@ -563,7 +563,7 @@ func isCount(v *value) bool {
 // text of 2 GiB reaches it: an array, string or object that large cannot
 // be present, so a larger maximum admits the same and a larger minimum
 // refuses the same.
-func countLiteral(v *value) string {
+func countLiteral(v *jsontree.Value) string {
 	r, _ := number(v)
 	n := r.Num()
 	if n.Cmp(big.NewInt(math.MaxInt32)) > 0 {

@@ -61,9 +61,9 @@ func argError(ptr, format string, args ...any) *ArgumentError {
 // refused, and so is what different JSON parsers would read differently
 // (a field given twice, an unpaired surrogate escape): the server must see
 // what was checked.
-func readArgs(args []byte) (*value, error) {
+func readArgs(args []byte) (*jsontree.Value, error) {
 	if trimmedEmpty(args) {
-		return &value{Kind: kindObject, Obj: []member{}}, nil
+		return &jsontree.Value{Kind: jsontree.Object, Obj: []jsontree.Member{}}, nil
 	}
 	v, err := parse(args)
 	switch {
@@ -76,7 +76,7 @@ func readArgs(args []byte) (*value, error) {
 	case err != nil:
 		return nil, &ArgumentError{Reason: "the arguments are " + err.Error() + "; send one JSON object", Err: err}
 	}
-	if v.Kind != kindObject {
+	if v.Kind != jsontree.Object {
 		return nil, argError("", "the arguments must be a JSON object, not %s", article(v.Kind))
 	}
 	return v, nil
@@ -104,7 +104,7 @@ func (c *Closed) FromModel(args json.RawMessage) (json.RawMessage, error) {
 
 // fromModel is FromModel on arguments readArgs parsed into v; it removes
 // the nulls from v itself.
-func (c *Closed) fromModel(args json.RawMessage, v *value) json.RawMessage {
+func (c *Closed) fromModel(args json.RawMessage, v *jsontree.Value) json.RawMessage {
 	if c.nulls.apply(v) || trimmedEmpty(args) {
 		return encode(v)
 	}
@@ -146,7 +146,7 @@ func (c *Closed) Check(args json.RawMessage) error {
 }
 
 // checkTree is Check on arguments readArgs parsed into v.
-func (c *Closed) checkTree(v *value) error {
+func (c *Closed) checkTree(v *jsontree.Value) error {
 	if c.CheckProblem != "" {
 		return fmt.Errorf("%w: %s; mcphost does not send a call it cannot check", ErrUncheckable, c.CheckProblem)
 	}
@@ -185,18 +185,18 @@ func (c *Closed) checkTree(v *value) error {
 // float64's range, which encoding/json refuses; the tree has no repeated
 // names, lone surrogates or invalid UTF-8 (readArgs refuses them), so
 // nothing else can differ.
-func instance(v *value) (any, bool) {
+func instance(v *jsontree.Value) (any, bool) {
 	switch v.Kind {
-	case kindNull:
+	case jsontree.Null:
 		return nil, true
-	case kindBool:
+	case jsontree.Bool:
 		return v.Bool, true
-	case kindNumber:
+	case jsontree.Number:
 		f, err := strconv.ParseFloat(v.Raw, 64)
 		return f, err == nil
-	case kindString:
+	case jsontree.String:
 		return v.Str, true
-	case kindArray:
+	case jsontree.Array:
 		out := make([]any, len(v.Arr))
 		for i, e := range v.Arr {
 			x, ok := instance(e)
@@ -242,19 +242,19 @@ func clip(s string) string {
 
 // outOfRange finds a number too large for a float64, which is how the
 // validator reads numbers.
-func outOfRange(v *value, ptr string) *ArgumentError {
+func outOfRange(v *jsontree.Value, ptr string) *ArgumentError {
 	switch v.Kind {
-	case kindNumber:
+	case jsontree.Number:
 		if _, ok := finite(v); !ok {
 			return argError(ptr, "the number %s is out of range", short(v))
 		}
-	case kindArray:
+	case jsontree.Array:
 		for i, e := range v.Arr {
 			if ae := outOfRange(e, ptr+"/"+strconv.Itoa(i)); ae != nil {
 				return ae
 			}
 		}
-	case kindObject:
+	case jsontree.Object:
 		for _, m := range v.Obj {
 			if ae := outOfRange(m.Val, ptr+"/"+jsontree.EscapeToken(m.Name)); ae != nil {
 				return ae
@@ -277,11 +277,11 @@ type diagnoser struct {
 // multiply it); past it the validator's own message is used.
 const diagnoseBudget = 100000
 
-func (g *diagnoser) check(v, s *value, ptr string, depth int) *ArgumentError {
+func (g *diagnoser) check(v, s *jsontree.Value, ptr string, depth int) *ArgumentError {
 	if g.steps++; g.steps > diagnoseBudget || depth > 256 {
 		return nil
 	}
-	if s.Kind == kindBool {
+	if s.Kind == jsontree.Bool {
 		if s.Bool {
 			return nil
 		}
@@ -308,13 +308,13 @@ func (g *diagnoser) check(v, s *value, ptr string, depth int) *ArgumentError {
 	}
 	var ae *ArgumentError
 	switch v.Kind {
-	case kindNumber:
+	case jsontree.Number:
 		ae = g.number(v, s, ptr)
-	case kindString:
+	case jsontree.String:
 		ae = g.string(v, s, ptr)
-	case kindArray:
+	case jsontree.Array:
 		ae = g.array(v, s, ptr, depth)
-	case kindObject:
+	case jsontree.Object:
 		ae = g.object(v, s, ptr, depth)
 	}
 	if ae != nil {
@@ -323,7 +323,7 @@ func (g *diagnoser) check(v, s *value, ptr string, depth int) *ArgumentError {
 	return g.composition(v, s, ptr, depth)
 }
 
-func (g *diagnoser) number(v, s *value, ptr string) *ArgumentError {
+func (g *diagnoser) number(v, s *jsontree.Value, ptr string) *ArgumentError {
 	n, ok := number(v)
 	if !ok {
 		return nil
@@ -359,7 +359,7 @@ func (g *diagnoser) number(v, s *value, ptr string) *ArgumentError {
 	return nil
 }
 
-func (g *diagnoser) string(v, s *value, ptr string) *ArgumentError {
+func (g *diagnoser) string(v, s *jsontree.Value, ptr string) *ArgumentError {
 	n := utf8.RuneCountInString(v.Str)
 	if c := s.Get("minLength"); c != nil {
 		if m, err := strconv.Atoi(c.Raw); err == nil && n < m {
@@ -371,7 +371,7 @@ func (g *diagnoser) string(v, s *value, ptr string) *ArgumentError {
 			return argError(ptr, "must be at most %s long; got %d", plural(m, "character"), n)
 		}
 	}
-	if p := s.Get("pattern"); p != nil && p.Kind == kindString {
+	if p := s.Get("pattern"); p != nil && p.Kind == jsontree.String {
 		if re := g.re(p.Str); re != nil && !re.MatchString(v.Str) {
 			return argError(ptr, "must match the pattern %s; got %s", quote(p.Str), describe(v))
 		}
@@ -396,12 +396,12 @@ func (g *diagnoser) re(p string) *regexp.Regexp {
 	return re
 }
 
-func (g *diagnoser) array(v, s *value, ptr string, depth int) *ArgumentError {
+func (g *diagnoser) array(v, s *jsontree.Value, ptr string, depth int) *ArgumentError {
 	at := func(i int) string { return ptr + "/" + strconv.Itoa(i) }
 	items := s.Get("items")
 	rest := 0 // the first index that items (or additionalItems) applies to
 	if g.a.d == draft07 || g.a.d == draft06 {
-		if items != nil && items.Kind == kindArray {
+		if items != nil && items.Kind == jsontree.Array {
 			for i, is := range items.Arr {
 				if i < len(v.Arr) {
 					if ae := g.check(v.Arr[i], is, at(i), depth+1); ae != nil {
@@ -422,7 +422,7 @@ func (g *diagnoser) array(v, s *value, ptr string, depth int) *ArgumentError {
 		}
 		rest = len(pre.Arr)
 	}
-	if items != nil && items.Kind != kindArray {
+	if items != nil && items.Kind != jsontree.Array {
 		for i := rest; i < len(v.Arr); i++ {
 			if ae := g.check(v.Arr[i], items, at(i), depth+1); ae != nil {
 				return ae
@@ -465,12 +465,12 @@ func (g *diagnoser) array(v, s *value, ptr string, depth int) *ArgumentError {
 	return nil
 }
 
-func (g *diagnoser) object(v, s *value, ptr string, depth int) *ArgumentError {
+func (g *diagnoser) object(v, s *jsontree.Value, ptr string, depth int) *ArgumentError {
 	at := func(name string) string { return ptr + "/" + jsontree.EscapeToken(name) }
 	props := s.Get("properties")
 	pats := s.Get("patternProperties")
-	matchesPattern := func(name string) []*value {
-		var out []*value
+	matchesPattern := func(name string) []*jsontree.Value {
+		var out []*jsontree.Value
 		for _, p := range pats.Members() {
 			if re := g.re(p.Name); re != nil && re.MatchString(name) {
 				out = append(out, p.Val)
@@ -479,7 +479,7 @@ func (g *diagnoser) object(v, s *value, ptr string, depth int) *ArgumentError {
 		return out
 	}
 	ap := s.Get("additionalProperties")
-	if ap != nil && ap.Kind == kindBool && !ap.Bool {
+	if ap != nil && ap.Kind == jsontree.Bool && !ap.Bool {
 		for _, m := range v.Obj {
 			if props.Get(m.Name) != nil || len(matchesPattern(m.Name)) > 0 {
 				continue
@@ -574,7 +574,7 @@ func (g *diagnoser) object(v, s *value, ptr string, depth int) *ArgumentError {
 		deps = s.Get("dependencies")
 	}
 	for _, d := range deps.Members() {
-		if v.Get(d.Name) == nil || d.Val.Kind != kindArray {
+		if v.Get(d.Name) == nil || d.Val.Kind != jsontree.Array {
 			continue
 		}
 		for _, n := range d.Val.Arr {
@@ -586,7 +586,7 @@ func (g *diagnoser) object(v, s *value, ptr string, depth int) *ArgumentError {
 	return nil
 }
 
-func (g *diagnoser) composition(v, s *value, ptr string, depth int) *ArgumentError {
+func (g *diagnoser) composition(v, s *jsontree.Value, ptr string, depth int) *ArgumentError {
 	for _, b := range s.Get("allOf").Elements() {
 		if ae := g.check(v, b, ptr, depth+1); ae != nil {
 			return ae
@@ -618,7 +618,7 @@ func (g *diagnoser) composition(v, s *value, ptr string, depth int) *ArgumentErr
 }
 
 // oneOfMany diagnoses anyOf (exactly false) and oneOf (exactly true).
-func (g *diagnoser) oneOfMany(v *value, list []*value, ptr string, depth int, exactly bool) *ArgumentError {
+func (g *diagnoser) oneOfMany(v *jsontree.Value, list []*jsontree.Value, ptr string, depth int, exactly bool) *ArgumentError {
 	var errs []*ArgumentError
 	ok := 0
 	for _, b := range list {
@@ -654,7 +654,7 @@ func (g *diagnoser) oneOfMany(v *value, list []*value, ptr string, depth int, ex
 	}
 	// Among object branches, the one that declares most of the fields
 	// given is the one the sender meant.
-	if v.Kind == kindObject && len(typed) > 1 {
+	if v.Kind == jsontree.Object && len(typed) > 1 {
 		best, bestScore, tie := -1, -1, false
 		for i, b := range list {
 			if errs[i] == nil {
@@ -687,7 +687,7 @@ func (g *diagnoser) oneOfMany(v *value, list []*value, ptr string, depth int, ex
 }
 
 // deref follows a schema's $ref chain.
-func (g *diagnoser) deref(s *value) *value {
+func (g *diagnoser) deref(s *jsontree.Value) *jsontree.Value {
 	for range 64 {
 		r, ok := g.a.refs[s]
 		if !ok {
@@ -698,7 +698,7 @@ func (g *diagnoser) deref(s *value) *value {
 	return s
 }
 
-func matches(v *value, types []string) bool {
+func matches(v *jsontree.Value, types []string) bool {
 	for _, t := range types {
 		if ofType(v, t) {
 			return true
@@ -707,7 +707,7 @@ func matches(v *value, types []string) bool {
 	return false
 }
 
-func isOneOf(v *value, list []*value) bool {
+func isOneOf(v *jsontree.Value, list []*jsontree.Value) bool {
 	for _, e := range list {
 		if equal(v, e) {
 			return true
@@ -728,27 +728,27 @@ func typeList(types []string) string {
 }
 
 // describe writes a value's type and (short) value for a message.
-func describe(v *value) string {
+func describe(v *jsontree.Value) string {
 	switch v.Kind {
-	case kindNull:
+	case jsontree.Null:
 		return "null"
-	case kindObject:
+	case jsontree.Object:
 		return "an object"
-	case kindArray:
+	case jsontree.Array:
 		return "an array"
-	case kindNumber:
+	case jsontree.Number:
 		if isInteger(v) {
 			return "integer " + v.Raw
 		}
 		return "number " + v.Raw
-	case kindString:
+	case jsontree.String:
 		return "string " + short(v)
 	default:
 		return "boolean " + short(v)
 	}
 }
 
-func listValues(vals []*value) string {
+func listValues(vals []*jsontree.Value) string {
 	const max = 20
 	var parts []string
 	for i, v := range vals {
@@ -761,7 +761,7 @@ func listValues(vals []*value) string {
 	return strings.Join(parts, ", ")
 }
 
-func fieldList(props *value) string {
+func fieldList(props *jsontree.Value) string {
 	const max = 30
 	if len(props.Members()) == 0 {
 		return "this object takes no fields"

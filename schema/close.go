@@ -88,7 +88,7 @@ func Close(input json.RawMessage) (*Closed, error) {
 	case errors.As(err, &lone) && lone.Err == jsontree.ErrLoneSurrogate:
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
-	case root.Kind != kindObject:
+	case root.Kind != jsontree.Object:
 		return nil, fmt.Errorf("%w: it is %s", ErrInvalidSchema, article(root.Kind))
 	}
 	c := &Closed{
@@ -98,9 +98,9 @@ func Close(input json.RawMessage) (*Closed, error) {
 	var a *doc
 	switch {
 	case dup != nil:
-		a = &doc{root: &value{Kind: kindObject}, uncheckable: &finding{dup.Pointer, "this name repeats an earlier member of the same object, and JSON parsers disagree on which one counts"}}
+		a = &doc{root: &jsontree.Value{Kind: jsontree.Object}, uncheckable: &finding{dup.Pointer, "this name repeats an earlier member of the same object, and JSON parsers disagree on which one counts"}}
 	case lone != nil:
-		a = &doc{root: &value{Kind: kindObject}, uncheckable: &finding{"", "a string holds an unpaired UTF-16 surrogate escape (a lone \\uD800-\\uDFFF), which is not a character, and JSON parsers disagree on what to make of it"}}
+		a = &doc{root: &jsontree.Value{Kind: jsontree.Object}, uncheckable: &finding{"", "a string holds an unpaired UTF-16 surrogate escape (a lone \\uD800-\\uDFFF), which is not a character, and JSON parsers disagree on what to make of it"}}
 	default:
 		a = analyze(root)
 	}
@@ -125,7 +125,7 @@ func Close(input json.RawMessage) (*Closed, error) {
 	if a.malformed == nil {
 		forms = strictForms(a, Profiles())
 	}
-	var lastForm *value
+	var lastForm *jsontree.Value
 	var lastText json.RawMessage
 	for i, pr := range Profiles() {
 		if a.malformed != nil {
@@ -191,7 +191,7 @@ func (c *Closed) For(p Profile) (schema json.RawMessage, strict bool) {
 // argsRoot returns the schema of the arguments object: the root, or what
 // a root that is a reference refers to (as some generators write a named
 // model).
-func (a *doc) argsRoot() *value {
+func (a *doc) argsRoot() *jsontree.Value {
 	root := a.root
 	for range 64 {
 		r, ok := a.refs[root]
@@ -210,7 +210,7 @@ func fields(a *doc) []string {
 		root = a.argsRoot()
 	}
 	props := root.Get("properties")
-	if props == nil || props.Kind != kindObject {
+	if props == nil || props.Kind != jsontree.Object {
 		return []string{}
 	}
 	// The pointers are cut from one string: one allocation, not one each.
@@ -235,11 +235,11 @@ func fields(a *doc) []string {
 	return slices.Compact(out)
 }
 
-func article(k kind) string {
+func article(k jsontree.Kind) string {
 	switch k {
-	case kindArray, kindObject:
+	case jsontree.Array, jsontree.Object:
 		return "an " + k.String()
-	case kindNull:
+	case jsontree.Null:
 		return "null"
 	default:
 		return "a " + k.String()
@@ -263,10 +263,10 @@ const (
 // "properties": {} when it lacks them: MCP arguments are always an object,
 // and providers want an object schema with properties.
 func closeObjects(a *doc) {
-	reach := map[*value]uint8{}
-	var visit func(s *value, free bool)
-	visit = func(s *value, free bool) {
-		if s.Kind != kindObject {
+	reach := map[*jsontree.Value]uint8{}
+	var visit func(s *jsontree.Value, free bool)
+	visit = func(s *jsontree.Value, free bool) {
+		if s.Kind != jsontree.Object {
 			return
 		}
 		bit := uint8(reachInside)
@@ -292,7 +292,7 @@ func closeObjects(a *doc) {
 					visit(e, childFree && m.Name == "prefixItems")
 				}
 			case clItems:
-				if v.Kind == kindArray {
+				if v.Kind == jsontree.Array {
 					for _, e := range v.Arr {
 						visit(e, childFree)
 					}
@@ -318,16 +318,16 @@ func closeObjects(a *doc) {
 	}
 	root := a.root
 	if !root.Has("type") && !composed(a, root) {
-		root.Obj = append([]member{{Name: "type", RawName: `"type"`, Val: strValue("object")}}, root.Obj...)
+		root.Obj = append([]jsontree.Member{{Name: "type", RawName: `"type"`, Val: strValue("object")}}, root.Obj...)
 	}
-	if t := root.Get("type"); t != nil && t.Kind == kindString && t.Str == "object" && !root.Has("properties") && !composed(a, root) {
-		root.Set("properties", &value{Kind: kindObject, Obj: []member{}})
+	if t := root.Get("type"); t != nil && t.Kind == jsontree.String && t.Str == "object" && !root.Has("properties") && !composed(a, root) {
+		root.Set("properties", &jsontree.Value{Kind: jsontree.Object, Obj: []jsontree.Member{}})
 	}
 }
 
 // composed reports whether s applies other schemas to its own value: then
 // its properties are not all that decides which names it admits.
-func composed(a *doc, s *value) bool {
+func composed(a *doc, s *jsontree.Value) bool {
 	for _, m := range s.Obj {
 		if keyword(m.Name, a.d) == clUnknown {
 			continue
@@ -348,7 +348,7 @@ func composed(a *doc, s *value) bool {
 // pureRef reports whether the schema s, which has a $ref, means just what
 // it refers to: its other keywords are annotations, or (draft-07 and
 // earlier) ignored beside $ref.
-func pureRef(a *doc, s *value) bool {
+func pureRef(a *doc, s *jsontree.Value) bool {
 	if a.d == draft07 || a.d == draft06 {
 		return true
 	}
@@ -362,7 +362,7 @@ func pureRef(a *doc, s *value) bool {
 
 // closable reports whether the object schema s declares all it admits;
 // isRoot tells whether it is the schema of the arguments object.
-func closable(a *doc, s *value, isRoot bool) bool {
+func closable(a *doc, s *jsontree.Value, isRoot bool) bool {
 	if a.refs[s].target != nil || composed(a, s) {
 		return false
 	}
@@ -400,9 +400,9 @@ func closable(a *doc, s *value, isRoot bool) bool {
 // constraints it had to leave out.
 func forValidator(a *doc) []string {
 	var notes []string
-	var walk func(s *value, ptr path, isRoot bool)
-	walk = func(s *value, ptr path, isRoot bool) {
-		if s.Kind != kindObject {
+	var walk func(s *jsontree.Value, ptr path, isRoot bool)
+	walk = func(s *jsontree.Value, ptr path, isRoot bool) {
+		if s.Kind != jsontree.Object {
 			return
 		}
 		kept := s.Obj[:0]
@@ -436,9 +436,9 @@ func forValidator(a *doc) []string {
 				}
 			case clSchemaMap, clContainer:
 				if m.Name == "patternProperties" {
-					renamed := &value{Kind: kindObject}
+					renamed := &jsontree.Value{Kind: jsontree.Object}
 					for _, e := range v.Obj {
-						renamed.Obj = append(renamed.Obj, member{Name: toRE2(e.Name), RawName: string(jsontree.AppendQuoted(nil, toRE2(e.Name))), Val: e.Val})
+						renamed.Obj = append(renamed.Obj, jsontree.Member{Name: toRE2(e.Name), RawName: string(jsontree.AppendQuoted(nil, toRE2(e.Name))), Val: e.Val})
 					}
 					v = renamed
 				}
@@ -446,13 +446,13 @@ func forValidator(a *doc) []string {
 					walk(e.Val, append(p, e.Name), false)
 				}
 			case clItems:
-				if v.Kind == kindArray {
+				if v.Kind == jsontree.Array {
 					for i, e := range v.Arr {
 						walk(e, append(p, strconv.Itoa(i)), false)
 					}
 					if a.d == draft2019 {
 						tupleItems = true
-						m = member{Name: "prefixItems", RawName: `"prefixItems"`, Val: v}
+						m = jsontree.Member{Name: "prefixItems", RawName: `"prefixItems"`, Val: v}
 					}
 				} else {
 					walk(v, p, false)
@@ -462,7 +462,7 @@ func forValidator(a *doc) []string {
 					walk(e.Val, append(p, e.Name), false)
 				}
 			}
-			kept = append(kept, member{Name: m.Name, RawName: m.RawName, Val: v})
+			kept = append(kept, jsontree.Member{Name: m.Name, RawName: m.RawName, Val: v})
 		}
 		s.Obj = kept
 		if a.d == draft2019 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/mcphost/mcphost/internal/jsontree"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -115,7 +116,7 @@ func TestForServer(t *testing.T) {
 		for _, a := range generate(t, c.Original) {
 			sameAsTwoSteps(t, c, a)
 			if c.nulls != nil {
-				if p, err := parse(a); err == nil && p.Kind == kindObject {
+				if p, err := parse(a); err == nil && p.Kind == jsontree.Object {
 					asModel(p, c.nulls)
 					sameAsTwoSteps(t, c, encode(p))
 				}

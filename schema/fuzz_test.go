@@ -95,15 +95,15 @@ func FuzzClose(f *testing.F) {
 }
 
 // re2Patterns rewrites the patterns of a strict form in RE2 syntax.
-func re2Patterns(v *value) {
+func re2Patterns(v *jsontree.Value) {
 	switch v.Kind {
-	case kindArray:
+	case jsontree.Array:
 		for _, e := range v.Arr {
 			re2Patterns(e)
 		}
-	case kindObject:
+	case jsontree.Object:
 		for i, m := range v.Obj {
-			if m.Name == "pattern" && m.Val.Kind == kindString {
+			if m.Name == "pattern" && m.Val.Kind == jsontree.String {
 				v.Obj[i].Val = strValue(toRE2(m.Val.Str))
 				continue
 			}
@@ -192,7 +192,7 @@ func FuzzFromModel(f *testing.F) {
 			return
 		}
 		p, err := parse(out)
-		if err != nil || p.Kind != kindObject {
+		if err != nil || p.Kind != jsontree.Object {
 			t.Fatalf("FromModel(%q) = %q, not a JSON object: %v", args, out, err)
 		}
 		again, err := c.FromModel(out)
@@ -211,22 +211,22 @@ func FuzzFromModel(f *testing.F) {
 }
 
 // optionalNull returns where a null remains for an optional property.
-func optionalNull(v *value, m *nullMap, ptr string) string {
+func optionalNull(v *jsontree.Value, m *nullMap, ptr string) string {
 	if m == nil {
 		return ""
 	}
 	switch v.Kind {
-	case kindObject:
+	case jsontree.Object:
 		for _, mem := range v.Obj {
 			p := ptr + "/" + jsontree.EscapeToken(mem.Name)
-			if m.isOptional(mem.Name) && mem.Val.Kind == kindNull {
+			if m.isOptional(mem.Name) && mem.Val.Kind == jsontree.Null {
 				return p
 			}
 			if w := optionalNull(mem.Val, m.props[mem.Name], p); w != "" {
 				return w
 			}
 		}
-	case kindArray:
+	case jsontree.Array:
 		for _, e := range v.Arr {
 			if w := optionalNull(e, m.items, ptr+"/…"); w != "" {
 				return w

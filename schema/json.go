@@ -18,33 +18,16 @@ import (
 // for a server) repeats the sender's bytes instead of Go's re-encoding of
 // them.
 
-// The tree is the module's one JSON layer's; these names keep this
-// package's code short.
-type (
-	kind   = jsontree.Kind
-	value  = jsontree.Value
-	member = jsontree.Member
-)
-
-const (
-	kindNull   = jsontree.Null
-	kindBool   = jsontree.Bool
-	kindNumber = jsontree.Number
-	kindString = jsontree.String
-	kindArray  = jsontree.Array
-	kindObject = jsontree.Object
-)
-
-func nullValue() *value       { return &value{Kind: kindNull} }
-func boolValue(b bool) *value { return &value{Kind: kindBool, Bool: b} }
+func nullValue() *jsontree.Value       { return &jsontree.Value{Kind: jsontree.Null} }
+func boolValue(b bool) *jsontree.Value { return &jsontree.Value{Kind: jsontree.Bool, Bool: b} }
 
 // strValue returns a new string value.
-func strValue(s string) *value {
-	return &value{Kind: kindString, Str: s, Raw: quoted(s)}
+func strValue(s string) *jsontree.Value {
+	return &jsontree.Value{Kind: jsontree.String, Str: s, Raw: quoted(s)}
 }
 
 // numValue returns a new number value; lit must be a valid JSON number.
-func numValue(lit string) *value { return &value{Kind: kindNumber, Raw: lit} }
+func numValue(lit string) *jsontree.Value { return &jsontree.Value{Kind: jsontree.Number, Raw: lit} }
 
 // maxNesting is how deeply arrays and objects may nest: as deep as
 // encoding/json's scanner allows, so that the validator, which reads the
@@ -54,13 +37,13 @@ const maxNesting = 10000
 // parse parses one JSON text with the module's one parser, which refuses
 // what different JSON parsers would read differently (a repeated name, a
 // lone surrogate escape, text that is not UTF-8).
-func parse(data []byte) (*value, error) { return jsontree.Parse(data, maxNesting) }
+func parse(data []byte) (*jsontree.Value, error) { return jsontree.Parse(data, maxNesting) }
 
 // encode returns the compact JSON text of v. It measures the text first:
 // Closed keeps three encodings of every tool's schema for the session's
 // life, and a buffer grown by doubling would keep up to half of its room
 // unused.
-func encode(v *value) []byte { return jsontree.Append(make([]byte, 0, jsontree.Size(v)), v) }
+func encode(v *jsontree.Value) []byte { return jsontree.Append(make([]byte, 0, jsontree.Size(v)), v) }
 
 // quoted returns s as a JSON string literal, as jsontree.Quote writes it.
 // The names and values this package itself adds to schemas come out
@@ -121,8 +104,8 @@ func quote(s string) string { return strconv.Quote(s) }
 // given one: exact arithmetic on it costs time a hostile schema could
 // multiply (1e999999 takes math/big tens of milliseconds), and no tool
 // means such a number.
-func number(v *value) (*big.Rat, bool) {
-	if v.Kind != kindNumber || len(v.Raw) > maxNumber {
+func number(v *jsontree.Value) (*big.Rat, bool) {
+	if v.Kind != jsontree.Number || len(v.Raw) > maxNumber {
 		return nil, false
 	}
 	if i := strings.IndexAny(v.Raw, "eE"); i >= 0 {
@@ -143,32 +126,32 @@ const (
 
 // isInteger reports whether a number literal has an integral value (1.0
 // and 1e2 are integers, as JSON Schema counts them).
-func isInteger(v *value) bool {
+func isInteger(v *jsontree.Value) bool {
 	r, ok := number(v)
 	return ok && r.IsInt()
 }
 
 // equal reports whether two JSON values are equal as JSON Schema compares
 // them: numbers by value, objects regardless of member order.
-func equal(a, b *value) bool {
+func equal(a, b *jsontree.Value) bool {
 	if a.Kind != b.Kind {
 		return false
 	}
 	switch a.Kind {
-	case kindNull:
+	case jsontree.Null:
 		return true
-	case kindBool:
+	case jsontree.Bool:
 		return a.Bool == b.Bool
-	case kindNumber:
+	case jsontree.Number:
 		x, ok1 := number(a)
 		y, ok2 := number(b)
 		if !ok1 || !ok2 {
 			return a.Raw == b.Raw
 		}
 		return x.Cmp(y) == 0
-	case kindString:
+	case jsontree.String:
 		return a.Str == b.Str
-	case kindArray:
+	case jsontree.Array:
 		if len(a.Arr) != len(b.Arr) {
 			return false
 		}
@@ -193,7 +176,7 @@ func equal(a, b *value) bool {
 }
 
 // short writes a value for a message, cut to a readable length.
-func short(v *value) string {
+func short(v *jsontree.Value) string {
 	const max = 60
 	s := string(encode(v))
 	if len(s) > max {

@@ -45,7 +45,7 @@ func TestInstance(t *testing.T) {
 			t.Errorf("encoding/json reads %s; instance must then too", args)
 		}
 	}
-	if f, _ := instance(&value{Kind: kindNumber, Raw: "-0"}); math.Signbit(f.(float64)) != true {
+	if f, _ := instance(&jsontree.Value{Kind: jsontree.Number, Raw: "-0"}); math.Signbit(f.(float64)) != true {
 		t.Errorf("instance(-0) lost the sign")
 	}
 }
@@ -76,11 +76,11 @@ func TestEncodeSize(t *testing.T) {
 			}
 		})
 	}
-	v := &value{Kind: kindObject, Obj: []member{
-		{Name: "a\n\x01\"\\\t\r", Val: &value{Kind: kindString, Str: "\t\\x\x02\x1f"}},
-		{Name: "b", Val: &value{Kind: kindArray, Arr: []*value{nullValue(), boolValue(true), boolValue(false), numValue("1e3")}}},
-		{Name: "c", Val: &value{Kind: kindArray, Arr: []*value{}}},
-		{Name: "d", Val: &value{Kind: kindObject, Obj: []member{}}},
+	v := &jsontree.Value{Kind: jsontree.Object, Obj: []jsontree.Member{
+		{Name: "a\n\x01\"\\\t\r", Val: &jsontree.Value{Kind: jsontree.String, Str: "\t\\x\x02\x1f"}},
+		{Name: "b", Val: &jsontree.Value{Kind: jsontree.Array, Arr: []*jsontree.Value{nullValue(), boolValue(true), boolValue(false), numValue("1e3")}}},
+		{Name: "c", Val: &jsontree.Value{Kind: jsontree.Array, Arr: []*jsontree.Value{}}},
+		{Name: "d", Val: &jsontree.Value{Kind: jsontree.Object, Obj: []jsontree.Member{}}},
 	}}
 	got := encode(v)
 	if cap(got) != len(got) {

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"github.com/mcphost/mcphost/internal/jsontree"
 	"strings"
 )
 
@@ -89,7 +90,7 @@ var (
 )
 
 // checkURIValue is checkURI as a value, shared: it must not be changed.
-func (d dialect) checkURIValue() *value {
+func (d dialect) checkURIValue() *jsontree.Value {
 	if d.checkURI() == uriDraft07 {
 		return draft07URIValue
 	}

@@ -171,7 +171,7 @@ func (c *profileCheck) fail(ptr, format string, args ...any) {
 
 // checkProfile returns why the strict form v of the document a is not
 // ready for p, or "".
-func checkProfile(p Profile, a *doc, v *value) string {
+func checkProfile(p Profile, a *doc, v *jsontree.Value) string {
 	c := profileCheck{p: p, a: a}
 	c.walk(v, 0)
 	if c.prob == nil && p == OpenAI {
@@ -193,7 +193,7 @@ func checkProfile(p Profile, a *doc, v *value) string {
 	return c.prob.String()
 }
 
-func (c *profileCheck) walk(s *value, depth int) {
+func (c *profileCheck) walk(s *jsontree.Value, depth int) {
 	if c.prob != nil {
 		return
 	}
@@ -214,7 +214,7 @@ func (c *profileCheck) walk(s *value, depth int) {
 		v := m.Val
 		switch m.Name {
 		case "type":
-			if v.Kind == kindArray && len(v.Arr) > 1 {
+			if v.Kind == jsontree.Array && len(v.Arr) > 1 {
 				c.union(s)
 			}
 		case "anyOf":
@@ -225,7 +225,7 @@ func (c *profileCheck) walk(s *value, depth int) {
 		case "properties":
 			req := s.Get("required").Elements()
 			for _, p := range v.Obj {
-				if !slices.ContainsFunc(req, func(r *value) bool { return r.Str == p.Name }) {
+				if !slices.ContainsFunc(req, func(r *jsontree.Value) bool { return r.Str == p.Name }) {
 					c.optional++
 				}
 				c.props++
@@ -253,7 +253,7 @@ func (c *profileCheck) walk(s *value, depth int) {
 		case "enum":
 			c.enumValues(kp, v.Arr, true)
 		case "const":
-			c.enumValues(kp, []*value{v}, false)
+			c.enumValues(kp, []*jsontree.Value{v}, false)
 		}
 		if c.prob != nil {
 			return
@@ -262,7 +262,7 @@ func (c *profileCheck) walk(s *value, depth int) {
 }
 
 // union counts a parameter that uses anyOf or a type list.
-func (c *profileCheck) union(s *value) {
+func (c *profileCheck) union(s *jsontree.Value) {
 	c.un++
 	if c.p == Anthropic && c.un > anthropicMaxUnions {
 		c.fail(s.Src, "more than %d parameters use anyOf or a type list, more than Anthropic strict mode allows in a request", anthropicMaxUnions)
@@ -277,14 +277,14 @@ func (k keywordPointer) String() string { return k.Src + "/" + jsontree.EscapeTo
 
 // enumValues checks the values of an enum (or, with isEnum false, a
 // const) and counts them towards the limits.
-func (c *profileCheck) enumValues(ptr keywordPointer, vals []*value, isEnum bool) {
+func (c *profileCheck) enumValues(ptr keywordPointer, vals []*jsontree.Value, isEnum bool) {
 	strs, chars := 0, 0
 	for _, v := range vals {
 		switch v.Kind {
-		case kindObject, kindArray:
+		case jsontree.Object, jsontree.Array:
 			c.fail(ptr.String(), "enum and const values must be strings, numbers, booleans or null in %s strict mode", c.p.title())
 			return
-		case kindString:
+		case jsontree.String:
 			strs++
 			chars += utf8.RuneCountInString(v.Str)
 		}
@@ -343,12 +343,12 @@ type relaxer struct {
 // form combines by union or descent (properties, items, anyOf); a
 // constraint under anything else (not, contains, ...) stays, and with it
 // the profile's problem with that keyword.
-func (r *relaxer) relax(s *value) *value {
+func (r *relaxer) relax(s *jsontree.Value) *jsontree.Value {
 	p, a, inPlace := r.p, r.a, r.inPlace
-	if s.Kind != kindObject {
+	if s.Kind != jsontree.Object {
 		return s
 	}
-	var obj []member // nil until something changes (in place: s's own)
+	var obj []jsontree.Member // nil until something changes (in place: s's own)
 	if inPlace {
 		obj = s.Obj[:0]
 	}
@@ -374,11 +374,11 @@ func (r *relaxer) relax(s *value) *value {
 			}
 		}
 		if obj == nil && (val != m.Val || !keep) {
-			obj = append(make([]member, 0, len(s.Obj)+1), s.Obj[:i]...)
+			obj = append(make([]jsontree.Member, 0, len(s.Obj)+1), s.Obj[:i]...)
 		}
 		if obj != nil && keep {
 			// In place, this writes at or before the member read.
-			obj = append(obj, member{Name: m.Name, RawName: m.RawName, Val: val})
+			obj = append(obj, jsontree.Member{Name: m.Name, RawName: m.RawName, Val: val})
 		}
 	}
 	out := s
@@ -388,13 +388,13 @@ func (r *relaxer) relax(s *value) *value {
 	case obj == nil:
 		return s
 	default:
-		out = &value{Kind: kindObject, Src: s.Src, Obj: obj}
+		out = &jsontree.Value{Kind: jsontree.Object, Src: s.Src, Obj: obj}
 	}
 	if len(notes) > 0 {
 		var b strings.Builder
 		d := out.Get("description")
 		text := ""
-		if d != nil && d.Kind == kindString {
+		if d != nil && d.Kind == jsontree.String {
 			text = strings.TrimRight(d.Str, " \t\n")
 		}
 		n := len(text) + 3
@@ -419,7 +419,7 @@ func (r *relaxer) relax(s *value) *value {
 		if d != nil {
 			out.Set("description", desc)
 		} else {
-			out.Obj = append(out.Obj, member{Name: "description", RawName: `"description"`, Val: desc})
+			out.Obj = append(out.Obj, jsontree.Member{Name: "description", RawName: `"description"`, Val: desc})
 		}
 	}
 	return out
@@ -427,35 +427,35 @@ func (r *relaxer) relax(s *value) *value {
 
 // relaxEach relaxes the schemas of an array (anyOf) or object
 // (properties), copying the container only if one of them is copied.
-func (r *relaxer) relaxEach(v *value) *value {
+func (r *relaxer) relaxEach(v *jsontree.Value) *jsontree.Value {
 	switch v.Kind {
-	case kindArray:
-		var arr []*value
+	case jsontree.Array:
+		var arr []*jsontree.Value
 		for i, e := range v.Arr {
 			x := r.relax(e)
 			if x != e && arr == nil {
-				arr = append(make([]*value, 0, len(v.Arr)), v.Arr[:i]...)
+				arr = append(make([]*jsontree.Value, 0, len(v.Arr)), v.Arr[:i]...)
 			}
 			if arr != nil {
 				arr = append(arr, x)
 			}
 		}
 		if arr != nil {
-			return &value{Kind: kindArray, Src: v.Src, Arr: arr}
+			return &jsontree.Value{Kind: jsontree.Array, Src: v.Src, Arr: arr}
 		}
-	case kindObject:
-		var obj []member
+	case jsontree.Object:
+		var obj []jsontree.Member
 		for i, m := range v.Obj {
 			x := r.relax(m.Val)
 			if x != m.Val && obj == nil {
-				obj = append(make([]member, 0, len(v.Obj)), v.Obj[:i]...)
+				obj = append(make([]jsontree.Member, 0, len(v.Obj)), v.Obj[:i]...)
 			}
 			if obj != nil {
-				obj = append(obj, member{Name: m.Name, RawName: m.RawName, Val: x})
+				obj = append(obj, jsontree.Member{Name: m.Name, RawName: m.RawName, Val: x})
 			}
 		}
 		if obj != nil {
-			return &value{Kind: kindObject, Src: v.Src, Obj: obj}
+			return &jsontree.Value{Kind: jsontree.Object, Src: v.Src, Obj: obj}
 		}
 	}
 	return v
@@ -464,7 +464,7 @@ func (r *relaxer) relaxEach(v *value) *value {
 // move reports whether keyword name with value v moves out of profile p's
 // strict form, the note that says it in the description ("" for a keyword
 // that constrains nothing), and what to keep in its place (nil: nothing).
-func (p Profile) move(a *doc, name string, v *value) (note string, repl *value, moved bool) {
+func (p Profile) move(a *doc, name string, v *jsontree.Value) (note string, repl *jsontree.Value, moved bool) {
 	count := func() (string, bool) {
 		if !isCount(v) {
 			return "", false
@@ -488,7 +488,7 @@ func (p Profile) move(a *doc, name string, v *value) (note string, repl *value, 
 		}
 		return "at most " + plural(n, "character", "characters"), nil, true
 	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
-		if p.allowed(name) || v.Kind != kindNumber || len(v.Raw) > maxNoted {
+		if p.allowed(name) || v.Kind != jsontree.Number || len(v.Raw) > maxNoted {
 			return "", nil, false
 		}
 		var say string
@@ -519,7 +519,7 @@ func (p Profile) move(a *doc, name string, v *value) (note string, repl *value, 
 		// At least one item the grammar can still require.
 		return "at least " + n + " items", numValue("1"), true
 	case "uniqueItems":
-		if v.Kind != kindBool {
+		if v.Kind != jsontree.Bool {
 			return "", nil, false
 		}
 		if !v.Bool {
@@ -529,12 +529,12 @@ func (p Profile) move(a *doc, name string, v *value) (note string, repl *value, 
 	case "pattern":
 		// Only a pattern the host checks moves; one RE2 cannot compile
 		// is not checked by the host, so it stays a problem.
-		if p != Anthropic || v.Kind != kindString || len(v.Str) > maxNoted || !a.compiles(v.Str) || !wordBoundary(v.Str) {
+		if p != Anthropic || v.Kind != jsontree.String || len(v.Str) > maxNoted || !a.compiles(v.Str) || !wordBoundary(v.Str) {
 			return "", nil, false
 		}
 		return "matching the pattern " + quote(v.Str), nil, true
 	case "format":
-		if v.Kind != kindString || p.format(v.Str) || len(v.Str) > maxNoted {
+		if v.Kind != jsontree.String || p.format(v.Str) || len(v.Str) > maxNoted {
 			return "", nil, false
 		}
 		return "format " + quote(v.Str), nil, true

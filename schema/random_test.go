@@ -122,7 +122,7 @@ func randValue(r *rand.Rand, depth int) string {
 func sameMeaning(t *testing.T, c *Closed, p Profile, args json.RawMessage) (tried, beyond int) {
 	t.Helper()
 	pv, err := parse(args)
-	if err != nil || pv.Kind != kindObject {
+	if err != nil || pv.Kind != jsontree.Object {
 		return 0, 0
 	}
 	form, _ := c.For(p)

@@ -15,21 +15,21 @@ import (
 
 // asModel writes args the way a model decoding the strict form sends
 // them: every optional property it leaves out is present as null.
-func asModel(v *value, m *nullMap) {
+func asModel(v *jsontree.Value, m *nullMap) {
 	if m == nil {
 		return
 	}
 	switch v.Kind {
-	case kindObject:
+	case jsontree.Object:
 		for _, name := range m.optional {
 			if v.Get(name) == nil {
-				v.Obj = append(v.Obj, member{Name: name, Val: nullValue()})
+				v.Obj = append(v.Obj, jsontree.Member{Name: name, Val: nullValue()})
 			}
 		}
 		for _, mem := range v.Obj {
 			asModel(mem.Val, m.props[mem.Name])
 		}
-	case kindArray:
+	case jsontree.Array:
 		for _, e := range v.Arr {
 			asModel(e, m.items)
 		}
@@ -227,8 +227,8 @@ func generate(t *testing.T, schema json.RawMessage) [][]byte {
 	for _, all := range []bool{false, true} {
 		g.all = all
 		v := g.value(p, 0)
-		if v.Kind != kindObject {
-			v = &value{Kind: kindObject}
+		if v.Kind != jsontree.Object {
+			v = &jsontree.Value{Kind: jsontree.Object}
 		}
 		out = append(out, encode(v))
 	}
@@ -240,11 +240,11 @@ type generator struct {
 	all bool
 }
 
-func (g generator) value(s *value, depth int) *value {
+func (g generator) value(s *jsontree.Value, depth int) *jsontree.Value {
 	if r, ok := g.a.refs[s]; ok {
 		s = r.target
 	}
-	if depth > 8 || s.Kind == kindBool {
+	if depth > 8 || s.Kind == jsontree.Bool {
 		return nullValue()
 	}
 	if c := s.Get("const"); c != nil {
@@ -252,7 +252,7 @@ func (g generator) value(s *value, depth int) *value {
 	}
 	if e := s.Get("enum"); e != nil && len(e.Arr) > 0 {
 		for _, v := range e.Arr {
-			if v.Kind != kindNull {
+			if v.Kind != jsontree.Null {
 				return v
 			}
 		}
@@ -297,7 +297,7 @@ func (g generator) value(s *value, depth int) *value {
 	case "null":
 		return nullValue()
 	case "array":
-		out := &value{Kind: kindArray, Arr: []*value{}}
+		out := &jsontree.Value{Kind: jsontree.Array, Arr: []*jsontree.Value{}}
 		n := 0
 		if m := s.Get("minItems"); m != nil {
 			fmt.Sscan(m.Raw, &n)
@@ -312,14 +312,14 @@ func (g generator) value(s *value, depth int) *value {
 		}
 		return out
 	default:
-		out := &value{Kind: kindObject, Obj: []member{}}
+		out := &jsontree.Value{Kind: jsontree.Object, Obj: []jsontree.Member{}}
 		required := map[string]bool{}
 		for _, n := range s.Get("required").Elements() {
 			required[n.Str] = true
 		}
 		for _, m := range s.Get("properties").Members() {
 			if g.all || required[m.Name] {
-				out.Obj = append(out.Obj, member{Name: m.Name, Val: g.value(m.Val, depth+1)})
+				out.Obj = append(out.Obj, jsontree.Member{Name: m.Name, Val: g.value(m.Val, depth+1)})
 			}
 		}
 		return out

@@ -42,16 +42,16 @@ func (m *nullMap) empty() bool {
 
 // apply removes, in place, the nulls the model sent for optional
 // properties, and reports whether it removed any.
-func (m *nullMap) apply(v *value) bool {
+func (m *nullMap) apply(v *jsontree.Value) bool {
 	if m == nil {
 		return false
 	}
 	changed := false
 	switch v.Kind {
-	case kindObject:
+	case jsontree.Object:
 		kept := v.Obj[:0:0]
 		for _, mem := range v.Obj {
-			if mem.Val.Kind == kindNull && m.isOptional(mem.Name) {
+			if mem.Val.Kind == jsontree.Null && m.isOptional(mem.Name) {
 				changed = true
 				continue
 			}
@@ -63,7 +63,7 @@ func (m *nullMap) apply(v *value) bool {
 		if changed {
 			v.Obj = kept
 		}
-	case kindArray:
+	case jsontree.Array:
 		if m.items != nil {
 			for _, e := range v.Arr {
 				if m.items.apply(e) {
@@ -87,8 +87,8 @@ type stricter struct {
 	// them required and nullable.
 	keepOptional bool
 	budget       int
-	active       map[*value]bool // references being inlined, to refuse recursion; made on first use
-	nulls        map[*value]bool // refusesNull's answers, which are asked again and again; made on first use
+	active       map[*jsontree.Value]bool // references being inlined, to refuse recursion; made on first use
+	nulls        map[*jsontree.Value]bool // refusesNull's answers, which are asked again and again; made on first use
 	// sawOptional is set once a property that is not required has been
 	// met: until then the walks of every profile are the same.
 	sawOptional bool
@@ -107,14 +107,14 @@ func (x *stricter) fail(ptr, format string, args ...any) {
 // out those p does not accept. Where both profiles have a form, their null
 // maps are the same: every optional property, all of which refuse null
 // (outside compositions, where the OpenAI form has none).
-func strictForm(a *doc, p Profile) (*value, *nullMap, *finding) {
+func strictForm(a *doc, p Profile) (*jsontree.Value, *nullMap, *finding) {
 	f := strictForms(a, []Profile{p})[0]
 	return f.v, f.nulls, f.prob
 }
 
 // A profileForm is what strictForm returns for one profile.
 type profileForm struct {
-	v     *value
+	v     *jsontree.Value
 	nulls *nullMap
 	prob  *finding
 }
@@ -125,7 +125,7 @@ type profileForm struct {
 // the walks share refusesNull's answers.
 func strictForms(a *doc, profiles []Profile) []profileForm {
 	out := make([]profileForm, len(profiles))
-	var nulls map[*value]bool
+	var nulls map[*jsontree.Value]bool
 	sawOptional := false
 	for i, p := range profiles {
 		if i > 0 && !sawOptional {
@@ -165,7 +165,7 @@ func (x *stricter) keep(name string) bool {
 // schema returns the strict form of s, which sits at ptr in the original.
 // inComp is set under anyOf and oneOf, where nothing may change: a branch
 // must already be strict.
-func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nullMap) {
+func (x *stricter) schema(s *jsontree.Value, ptr string, root, inComp bool) (*jsontree.Value, *nullMap) {
 	if x.prob != nil {
 		return nil, nil
 	}
@@ -173,7 +173,7 @@ func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nul
 		x.fail("", "the strict form would hold more than %d schemas (its $refs are inlined), which is more than mcphost makes", strictBudget)
 		return nil, nil
 	}
-	if s.Kind == kindBool {
+	if s.Kind == jsontree.Bool {
 		if s.Bool {
 			x.fail(ptr, "untyped value (the schema true admits any JSON value), and strict mode needs a type")
 		} else {
@@ -224,7 +224,7 @@ func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nul
 	}
 	// Room for what the strict form adds to an object (properties,
 	// required, additionalProperties), so that it is allocated once.
-	out := &value{Kind: kindObject, Src: ptr, Obj: make([]member, 0, len(s.Obj)+3)}
+	out := &jsontree.Value{Kind: jsontree.Object, Src: ptr, Obj: make([]jsontree.Member, 0, len(s.Obj)+3)}
 	var nm *nullMap
 	t := "null"
 	if len(nonNull) == 1 {
@@ -242,7 +242,7 @@ func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nul
 		return nil, nil
 	}
 	if !typed {
-		out.Obj = append([]member{{Name: "type", RawName: `"type"`, Val: typeValue(types)}}, out.Obj...)
+		out.Obj = append([]jsontree.Member{{Name: "type", RawName: `"type"`, Val: typeValue(types)}}, out.Obj...)
 	}
 	return out, nm
 }
@@ -251,7 +251,7 @@ func (x *stricter) schema(s *value, ptr string, root, inComp bool) (*value, *nul
 // original's, or, with a nil val, drops.
 type replacement struct {
 	Name string
-	Val  *value
+	Val  *jsontree.Value
 }
 
 // copyKept copies into out the members of s that keep, in order; override
@@ -259,7 +259,7 @@ type replacement struct {
 // supplies the members it rewrites (by name, the first of that name only),
 // written in their place. With t set, keywords that constrain only other
 // types than t are dropped too: they constrain nothing here.
-func (x *stricter) copyKept(s, out *value, t string, override ...replacement) {
+func (x *stricter) copyKept(s, out *jsontree.Value, t string, override ...replacement) {
 	var used uint64 // bit i: override[i] is spent; there are never 64
 	for _, m := range s.Obj {
 		i := 0
@@ -271,7 +271,7 @@ func (x *stricter) copyKept(s, out *value, t string, override ...replacement) {
 		if i < len(override) {
 			used |= 1 << i
 			if v := override[i].Val; v != nil {
-				out.Obj = append(out.Obj, member{Name: m.Name, RawName: m.RawName, Val: v})
+				out.Obj = append(out.Obj, jsontree.Member{Name: m.Name, RawName: m.RawName, Val: v})
 			}
 			continue
 		}
@@ -297,7 +297,7 @@ func onlyForOthers(name, t string) bool {
 
 // ref inlines a reference: the strict form of what it refers to, with the
 // title and description written beside the $ref (they describe this use).
-func (x *stricter) ref(s *value, r ref, ptr string, root, inComp bool) (*value, *nullMap) {
+func (x *stricter) ref(s *jsontree.Value, r ref, ptr string, root, inComp bool) (*jsontree.Value, *nullMap) {
 	if x.a.d != draft07 && x.a.d != draft06 {
 		// Since 2019-09, keywords beside $ref apply as well; draft-07
 		// ignores them. Annotations can be folded into the inlined
@@ -314,7 +314,7 @@ func (x *stricter) ref(s *value, r ref, ptr string, root, inComp bool) (*value, 
 		return nil, nil
 	}
 	if x.active == nil {
-		x.active = map[*value]bool{}
+		x.active = map[*jsontree.Value]bool{}
 	}
 	x.active[r.target] = true
 	// A root that is a reference (as some generators write a named
@@ -325,7 +325,7 @@ func (x *stricter) ref(s *value, r ref, ptr string, root, inComp bool) (*value, 
 		return nil, nil
 	}
 	for _, name := range []string{"title", "description"} {
-		if d := s.Get(name); d != nil && d.Kind == kindString {
+		if d := s.Get(name); d != nil && d.Kind == jsontree.String {
 			v.Set(name, d)
 		}
 	}
@@ -333,14 +333,14 @@ func (x *stricter) ref(s *value, r ref, ptr string, root, inComp bool) (*value, 
 }
 
 // object makes the strict form of an object schema into out.
-func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *nullMap {
+func (x *stricter) object(s *jsontree.Value, ptr string, root, inComp bool, out *jsontree.Value) *nullMap {
 	props := s.Get("properties")
 	ap := s.Get("additionalProperties")
 	if s.Has("patternProperties") {
 		x.fail(ptr+"/patternProperties", "free-form map (patternProperties): strict mode closes every object, which would refuse the names the patterns admit")
 		return nil
 	}
-	if ap != nil && (ap.Kind != kindBool || ap.Bool) {
+	if ap != nil && (ap.Kind != jsontree.Bool || ap.Bool) {
 		x.fail(ptr+"/additionalProperties", "free-form map (additionalProperties is %s): closing it would refuse the entries it admits", describeSchema(ap))
 		return nil
 	}
@@ -357,11 +357,11 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 	declared := props.Get
 	if len(props.Members()) > 16 {
 		// Linear lookups are cheaper for the small objects most are.
-		names := make(map[string]*value, len(props.Obj))
+		names := make(map[string]*jsontree.Value, len(props.Obj))
 		for _, m := range props.Obj {
 			names[m.Name] = m.Val
 		}
-		declared = func(n string) *value { return names[n] }
+		declared = func(n string) *jsontree.Value { return names[n] }
 	}
 	for _, n := range req {
 		if declared(n.Str) == nil {
@@ -388,10 +388,10 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 	nprops := len(props.Members())
 	// The new properties, the required list and its elements, allocated
 	// at once.
-	vals := make([]value, 2+nprops)
+	vals := make([]jsontree.Value, 2+nprops)
 	newProps, names, nameVals := &vals[0], &vals[1], vals[2:]
-	*newProps = value{Kind: kindObject, Obj: make([]member, 0, nprops)}
-	*names = value{Kind: kindArray, Arr: make([]*value, 0, nprops)}
+	*newProps = jsontree.Value{Kind: jsontree.Object, Obj: make([]jsontree.Member, 0, nprops)}
+	*names = jsontree.Value{Kind: jsontree.Array, Arr: make([]*jsontree.Value, 0, nprops)}
 	if props != nil {
 		for i, m := range props.Obj {
 			pp := ptr + "/properties/" + jsontree.EscapeToken(m.Name)
@@ -437,9 +437,9 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 				}
 				nm.props[m.Name] = cnm
 			}
-			newProps.Obj = append(newProps.Obj, member{Name: m.Name, RawName: m.RawName, Val: child})
+			newProps.Obj = append(newProps.Obj, jsontree.Member{Name: m.Name, RawName: m.RawName, Val: child})
 			if required || !x.keepOptional {
-				nameVals[i] = value{Kind: kindString, Str: m.Name, Raw: m.RawName}
+				nameVals[i] = jsontree.Value{Kind: jsontree.String, Str: m.Name, Raw: m.RawName}
 				names.Arr = append(names.Arr, &nameVals[i])
 			}
 		}
@@ -468,9 +468,9 @@ func (x *stricter) object(s *value, ptr string, root, inComp bool, out *value) *
 }
 
 // array makes the strict form of an array schema into out.
-func (x *stricter) array(s *value, ptr string, inComp bool, out *value) *nullMap {
+func (x *stricter) array(s *jsontree.Value, ptr string, inComp bool, out *jsontree.Value) *nullMap {
 	items := s.Get("items")
-	if s.Has("prefixItems") && keyword("prefixItems", x.a.d) != clUnknown || items != nil && items.Kind == kindArray {
+	if s.Has("prefixItems") && keyword("prefixItems", x.a.d) != clUnknown || items != nil && items.Kind == jsontree.Array {
 		x.fail(ptr, "tuple (a list of item schemas): strict mode has no tuples")
 		return nil
 	}
@@ -494,7 +494,7 @@ func (x *stricter) array(s *value, ptr string, inComp bool, out *value) *nullMap
 // loosening a branch could change which branch a value matches. A oneOf
 // is offered as anyOf, which strict mode has, when no value can match two
 // of its branches: then the two admit the same values.
-func (x *stricter) union(s *value, ptr string, inComp bool) (*value, *nullMap) {
+func (x *stricter) union(s *jsontree.Value, ptr string, inComp bool) (*jsontree.Value, *nullMap) {
 	if s.Has("anyOf") && s.Has("oneOf") {
 		x.fail(ptr, "anyOf and oneOf together are left as written")
 		return nil, nil
@@ -513,8 +513,8 @@ func (x *stricter) union(s *value, ptr string, inComp bool) (*value, *nullMap) {
 			return nil, nil
 		}
 	}
-	out := &value{Kind: kindObject, Src: ptr}
-	branches := &value{Kind: kindArray}
+	out := &jsontree.Value{Kind: jsontree.Object, Src: ptr}
+	branches := &jsontree.Value{Kind: jsontree.Array}
 	for i, b := range list.Arr {
 		bp := ptr + "/" + kw + "/" + strconv.Itoa(i)
 		child, _ := x.schema(b, bp, false, true)
@@ -556,7 +556,7 @@ func (x *stricter) union(s *value, ptr string, inComp bool) (*value, *nullMap) {
 // constrain that type (keywords for one type do not constrain others, so
 // the union admits the same values). Strict mode documents type lists
 // only for [T, "null"].
-func (x *stricter) split(s *value, ptr string, types []string, inComp bool) (*value, *nullMap) {
+func (x *stricter) split(s *jsontree.Value, ptr string, types []string, inComp bool) (*jsontree.Value, *nullMap) {
 	for _, m := range s.Obj {
 		switch m.Name {
 		case "type", "enum", "const", "title", "description":
@@ -569,8 +569,8 @@ func (x *stricter) split(s *value, ptr string, types []string, inComp bool) (*va
 			return nil, nil
 		}
 	}
-	out := &value{Kind: kindObject, Src: ptr}
-	branches := &value{Kind: kindArray}
+	out := &jsontree.Value{Kind: jsontree.Object, Src: ptr}
+	branches := &jsontree.Value{Kind: jsontree.Array}
 	nm := &nullMap{}
 	enum, cnst := s.Get("enum"), s.Get("const")
 	seen := map[string]bool{}
@@ -579,9 +579,9 @@ func (x *stricter) split(s *value, ptr string, types []string, inComp bool) (*va
 			continue
 		}
 		seen[t] = true
-		synth := &value{Kind: kindObject, Obj: []member{{Name: "type", RawName: `"type"`, Val: strValue(t)}}}
+		synth := &jsontree.Value{Kind: jsontree.Object, Obj: []jsontree.Member{{Name: "type", RawName: `"type"`, Val: strValue(t)}}}
 		if enum != nil {
-			vals := &value{Kind: kindArray}
+			vals := &jsontree.Value{Kind: jsontree.Array}
 			for _, e := range enum.Arr {
 				if ofType(e, t) {
 					vals.Arr = append(vals.Arr, e)
@@ -632,7 +632,7 @@ func (x *stricter) split(s *value, ptr string, types []string, inComp bool) (*va
 // nullable makes a strict-form schema also admit null, the way the
 // providers document it: a type list with "null" (and null added to an
 // enum, which would refuse it otherwise), or an anyOf with a null branch.
-func nullable(v *value) *value {
+func nullable(v *jsontree.Value) *jsontree.Value {
 	onlyAnyOf := v.Has("anyOf")
 	for _, m := range v.Obj {
 		if m.Name != "anyOf" && m.Name != "title" && m.Name != "description" {
@@ -641,26 +641,26 @@ func nullable(v *value) *value {
 	}
 	if onlyAnyOf {
 		list := v.Get("anyOf")
-		v.Set("anyOf", &value{Kind: kindArray, Arr: append(list.Arr[:len(list.Arr):len(list.Arr)], nullSchema())})
+		v.Set("anyOf", &jsontree.Value{Kind: jsontree.Array, Arr: append(list.Arr[:len(list.Arr):len(list.Arr)], nullSchema())})
 		return v
 	}
 	if t := v.Get("type"); t != nil && !v.Has("const") && !v.Has("anyOf") {
 		switch t.Kind {
-		case kindString:
-			v.Set("type", &value{Kind: kindArray, Arr: []*value{t, nullTypeName}})
-		case kindArray:
-			v.Set("type", &value{Kind: kindArray, Arr: append(t.Arr[:len(t.Arr):len(t.Arr)], nullTypeName)})
+		case jsontree.String:
+			v.Set("type", &jsontree.Value{Kind: jsontree.Array, Arr: []*jsontree.Value{t, nullTypeName}})
+		case jsontree.Array:
+			v.Set("type", &jsontree.Value{Kind: jsontree.Array, Arr: append(t.Arr[:len(t.Arr):len(t.Arr)], nullTypeName)})
 		}
 		if e := v.Get("enum"); e != nil {
-			v.Set("enum", &value{Kind: kindArray, Arr: append(e.Arr[:len(e.Arr):len(e.Arr)], nullLiteral)})
+			v.Set("enum", &jsontree.Value{Kind: jsontree.Array, Arr: append(e.Arr[:len(e.Arr):len(e.Arr)], nullLiteral)})
 		}
 		return v
 	}
-	return &value{Kind: kindObject, Src: v.Src, Obj: []member{{Name: "anyOf", RawName: `"anyOf"`, Val: &value{Kind: kindArray, Arr: []*value{v, nullSchema()}}}}}
+	return &jsontree.Value{Kind: jsontree.Object, Src: v.Src, Obj: []jsontree.Member{{Name: "anyOf", RawName: `"anyOf"`, Val: &jsontree.Value{Kind: jsontree.Array, Arr: []*jsontree.Value{v, nullSchema()}}}}}
 }
 
-func nullSchema() *value {
-	return &value{Kind: kindObject, Obj: []member{{Name: "type", RawName: `"type"`, Val: nullTypeName}}}
+func nullSchema() *jsontree.Value {
+	return &jsontree.Value{Kind: jsontree.Object, Obj: []jsontree.Member{{Name: "type", RawName: `"type"`, Val: nullTypeName}}}
 }
 
 // Leaves every strict and closed form may share, made once: a leaf is never
@@ -675,7 +675,7 @@ var (
 
 // refusesNull reports whether schema s certainly refuses null. It errs
 // towards "may admit", which only ever costs strictness.
-func (x *stricter) refusesNull(s *value, depth int) bool {
+func (x *stricter) refusesNull(s *jsontree.Value, depth int) bool {
 	if depth > 64 {
 		return false
 	}
@@ -684,7 +684,7 @@ func (x *stricter) refusesNull(s *value, depth int) bool {
 		return known
 	}
 	if x.nulls == nil {
-		x.nulls = map[*value]bool{}
+		x.nulls = map[*jsontree.Value]bool{}
 	}
 	x.nulls[s] = false // asked again while answering: may admit
 	r := x.refuses(s, depth)
@@ -692,8 +692,8 @@ func (x *stricter) refusesNull(s *value, depth int) bool {
 	return r
 }
 
-func (x *stricter) refuses(s *value, depth int) bool {
-	if s.Kind == kindBool {
+func (x *stricter) refuses(s *jsontree.Value, depth int) bool {
+	if s.Kind == jsontree.Bool {
 		return !s.Bool
 	}
 	if r, ok := x.a.refs[s]; ok {
@@ -707,10 +707,10 @@ func (x *stricter) refuses(s *value, depth int) bool {
 	if types, ok := typesOf(s); ok && !contains(types, "null") {
 		return true
 	}
-	if e := s.Get("enum"); e != nil && e.Kind == kindArray {
+	if e := s.Get("enum"); e != nil && e.Kind == jsontree.Array {
 		admits := false
 		for _, v := range e.Arr {
-			if v.Kind == kindNull {
+			if v.Kind == jsontree.Null {
 				admits = true
 			}
 		}
@@ -718,11 +718,11 @@ func (x *stricter) refuses(s *value, depth int) bool {
 			return true
 		}
 	}
-	if c := s.Get("const"); c != nil && c.Kind != kindNull {
+	if c := s.Get("const"); c != nil && c.Kind != jsontree.Null {
 		return true
 	}
 	for _, kw := range []string{"anyOf", "oneOf"} {
-		if l := s.Get(kw); l != nil && l.Kind == kindArray && len(l.Arr) > 0 {
+		if l := s.Get(kw); l != nil && l.Kind == jsontree.Array && len(l.Arr) > 0 {
 			all := true
 			for _, b := range l.Arr {
 				if !x.refusesNull(b, depth+1) {
@@ -734,7 +734,7 @@ func (x *stricter) refuses(s *value, depth int) bool {
 			}
 		}
 	}
-	if l := s.Get("allOf"); l != nil && l.Kind == kindArray {
+	if l := s.Get("allOf"); l != nil && l.Kind == jsontree.Array {
 		for _, b := range l.Arr {
 			if x.refusesNull(b, depth+1) {
 				return true
@@ -746,7 +746,7 @@ func (x *stricter) refuses(s *value, depth int) bool {
 
 // branchTypes returns the types a composition branch admits, following a
 // reference.
-func (x *stricter) branchTypes(b *value) ([]string, bool) {
+func (x *stricter) branchTypes(b *jsontree.Value) ([]string, bool) {
 	for range 64 {
 		r, ok := x.a.refs[b]
 		if !ok {
@@ -762,7 +762,7 @@ func (x *stricter) branchTypes(b *value) ([]string, bool) {
 
 // disjoint reports whether no value can match both a and b, as far as
 // their types, closed properties and constant values show it.
-func (x *stricter) disjoint(a, b *value) bool {
+func (x *stricter) disjoint(a, b *jsontree.Value) bool {
 	for range 64 {
 		r, ok := x.a.refs[a]
 		if !ok {
@@ -805,9 +805,9 @@ func (x *stricter) disjoint(a, b *value) bool {
 
 // requiresForeign reports whether a requires a property that the closed
 // object b does not declare.
-func (x *stricter) requiresForeign(a, b *value) bool {
+func (x *stricter) requiresForeign(a, b *jsontree.Value) bool {
 	ap := b.Get("additionalProperties")
-	if ap == nil || ap.Kind != kindBool || ap.Bool || b.Has("patternProperties") {
+	if ap == nil || ap.Kind != jsontree.Bool || ap.Bool || b.Has("patternProperties") {
 		return false
 	}
 	if t, ok := typesOf(a); !ok || !contains(t, "object") || len(t) != 1 {
@@ -815,7 +815,7 @@ func (x *stricter) requiresForeign(a, b *value) bool {
 	}
 	props := b.Get("properties")
 	for _, n := range a.Get("required").Elements() {
-		if n.Kind == kindString && props.Get(n.Str) == nil {
+		if n.Kind == jsontree.String && props.Get(n.Str) == nil {
 			return true
 		}
 	}
@@ -823,23 +823,23 @@ func (x *stricter) requiresForeign(a, b *value) bool {
 }
 
 // constants returns the values an enum or const allows.
-func constants(s *value) ([]*value, bool) {
+func constants(s *jsontree.Value) ([]*jsontree.Value, bool) {
 	if c := s.Get("const"); c != nil {
-		return []*value{c}, true
+		return []*jsontree.Value{c}, true
 	}
-	if e := s.Get("enum"); e != nil && e.Kind == kindArray {
+	if e := s.Get("enum"); e != nil && e.Kind == jsontree.Array {
 		return e.Arr, true
 	}
 	return nil, false
 }
 
 // typesOf returns the types a schema's "type" lists.
-func typesOf(s *value) ([]string, bool) {
+func typesOf(s *jsontree.Value) ([]string, bool) {
 	t := s.Get("type")
 	if t == nil {
 		return nil, false
 	}
-	if t.Kind == kindString {
+	if t.Kind == jsontree.String {
 		return []string{t.Str}, true
 	}
 	var out []string
@@ -851,12 +851,12 @@ func typesOf(s *value) ([]string, bool) {
 
 // hasType reports whether the "type" of schema s names t, as
 // contains(typesOf(s)) would, without making the list.
-func hasType(s *value, t string) bool {
+func hasType(s *jsontree.Value, t string) bool {
 	v := s.Get("type")
 	switch {
 	case v == nil:
 		return false
-	case v.Kind == kindString:
+	case v.Kind == jsontree.String:
 		return v.Str == t
 	}
 	for _, e := range v.Arr {
@@ -870,7 +870,7 @@ func hasType(s *value, t string) bool {
 // typesFromValues derives the types of a schema without "type" from its
 // enum or const: naming the types the listed values already have admits
 // the same values.
-func typesFromValues(s *value) ([]string, bool) {
+func typesFromValues(s *jsontree.Value) ([]string, bool) {
 	vals, ok := constants(s)
 	if !ok || len(vals) == 0 {
 		return nil, false
@@ -883,23 +883,23 @@ func typesFromValues(s *value) ([]string, bool) {
 	}
 	allInt := true
 	for _, v := range vals {
-		if v.Kind == kindNumber && !isInteger(v) {
+		if v.Kind == jsontree.Number && !isInteger(v) {
 			allInt = false
 		}
 	}
 	for _, v := range vals {
 		switch v.Kind {
-		case kindNumber:
+		case jsontree.Number:
 			if allInt {
 				add("integer")
 			} else {
 				add("number")
 			}
-		case kindString:
+		case jsontree.String:
 			add("string")
-		case kindBool:
+		case jsontree.Bool:
 			add("boolean")
-		case kindNull:
+		case jsontree.Null:
 			add("null")
 		default:
 			return nil, false // objects and arrays: strict mode needs their shape
@@ -909,31 +909,31 @@ func typesFromValues(s *value) ([]string, bool) {
 }
 
 // ofType reports whether v is of JSON Schema type t.
-func ofType(v *value, t string) bool {
+func ofType(v *jsontree.Value, t string) bool {
 	switch t {
 	case "integer":
-		return v.Kind == kindNumber && isInteger(v)
+		return v.Kind == jsontree.Number && isInteger(v)
 	case "number":
-		return v.Kind == kindNumber
+		return v.Kind == jsontree.Number
 	case "string":
-		return v.Kind == kindString
+		return v.Kind == jsontree.String
 	case "boolean":
-		return v.Kind == kindBool
+		return v.Kind == jsontree.Bool
 	case "null":
-		return v.Kind == kindNull
+		return v.Kind == jsontree.Null
 	case "array":
-		return v.Kind == kindArray
+		return v.Kind == jsontree.Array
 	case "object":
-		return v.Kind == kindObject
+		return v.Kind == jsontree.Object
 	}
 	return false
 }
 
-func typeValue(types []string) *value {
+func typeValue(types []string) *jsontree.Value {
 	if len(types) == 1 {
 		return strValue(types[0])
 	}
-	v := &value{Kind: kindArray}
+	v := &jsontree.Value{Kind: jsontree.Array}
 	for _, t := range types {
 		v.Arr = append(v.Arr, strValue(t))
 	}
@@ -972,11 +972,11 @@ func overlap(a, b []string) bool {
 }
 
 // describeSchema names a map's value schema for a message.
-func describeSchema(v *value) string {
+func describeSchema(v *jsontree.Value) string {
 	switch {
-	case v.Kind == kindBool && v.Bool:
+	case v.Kind == jsontree.Bool && v.Bool:
 		return "true"
-	case v.Kind == kindObject && len(v.Obj) == 0:
+	case v.Kind == jsontree.Object && len(v.Obj) == 0:
 		return "{}, any value"
 	default:
 		return "a schema"
