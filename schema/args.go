@@ -60,12 +60,13 @@ func argError(ptr, format string, args ...any) *ArgumentError {
 // and null mean no arguments, {}. Anything that is not one JSON object is
 // refused, and so is what different JSON parsers would read differently
 // (a field given twice, an unpaired surrogate escape): the server must see
-// what was checked.
-func readArgs(args []byte) (*jsontree.Value, error) {
+// what was checked. The tree is built in p's memory: the caller is done
+// with it before p parses again.
+func readArgs(p *jsontree.Parser, args []byte) (*jsontree.Value, error) {
 	if trimmedEmpty(args) {
 		return &jsontree.Value{Kind: jsontree.Object, Obj: []jsontree.Member{}}, nil
 	}
-	v, err := parse(args)
+	v, err := p.Parse(args, maxNesting)
 	switch {
 	case errors.Is(err, jsontree.ErrDuplicateKey):
 		var je *jsontree.Error
@@ -95,7 +96,9 @@ func readArgs(args []byte) (*jsontree.Value, error) {
 // returned as the model wrote it, byte for byte where nothing was
 // removed. Arguments that are not one JSON object give an *ArgumentError.
 func (c *Closed) FromModel(args json.RawMessage) (json.RawMessage, error) {
-	v, err := readArgs(args)
+	p := parsers.Get().(*jsontree.Parser)
+	defer parsers.Put(p)
+	v, err := readArgs(p, args)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +121,9 @@ func (c *Closed) fromModel(args json.RawMessage, v *jsontree.Value) json.RawMess
 // either the arguments as parsed or the tree's encoding, which repeats
 // every literal as written and so parses back to the same tree.
 func (c *Closed) ForServer(args json.RawMessage) (json.RawMessage, error) {
-	v, err := readArgs(args)
+	p := parsers.Get().(*jsontree.Parser)
+	defer parsers.Put(p)
+	v, err := readArgs(p, args)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +143,9 @@ func (c *Closed) ForServer(args json.RawMessage) (json.RawMessage, error) {
 // field the nearest declared name); or, for a tool whose schema could not
 // be interpreted (CheckProblem), an error wrapping ErrUncheckable.
 func (c *Closed) Check(args json.RawMessage) error {
-	v, err := readArgs(args)
+	p := parsers.Get().(*jsontree.Parser)
+	defer parsers.Put(p)
+	v, err := readArgs(p, args)
 	if err != nil {
 		return err
 	}

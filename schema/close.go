@@ -81,7 +81,12 @@ type Closed struct {
 // so it does not validate anything against the schema itself: the
 // validator is prepared on a tool's first Check.
 func Close(input json.RawMessage) (*Closed, error) {
-	root, err := parse(input)
+	// Nothing of the tree outlives Close (what it keeps is encoded text
+	// and strings), so the tree is built in a pooled Parser's memory:
+	// discovery closes every tool of every server.
+	p := parsers.Get().(*jsontree.Parser)
+	defer parsers.Put(p)
+	root, err := p.Parse(input, maxNesting)
 	var dup, lone *jsontree.Error
 	switch {
 	case errors.As(err, &dup) && dup.Err == jsontree.ErrDuplicateKey:

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -38,6 +39,10 @@ const maxNesting = 10000
 // what different JSON parsers would read differently (a repeated name, a
 // lone surrogate escape, text that is not UTF-8).
 func parse(data []byte) (*jsontree.Value, error) { return jsontree.Parse(data, maxNesting) }
+
+// parsers are the Parsers of trees that live only while one call of
+// Close, Check, FromModel or ForServer runs.
+var parsers = sync.Pool{New: func() any { return new(jsontree.Parser) }}
 
 // encode returns the compact JSON text of v. It measures the text first:
 // Closed keeps three encodings of every tool's schema for the session's

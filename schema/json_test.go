@@ -19,7 +19,7 @@ func TestInstance(t *testing.T) {
 		`{"big":123456789012345678901234567890,"tiny":1e-400,"neg":-1E+2}`,
 		`{"s":"\ud83d\ude00 \\ \/"}`,
 	} {
-		v, err := readArgs([]byte(args))
+		v, err := readArgs(new(jsontree.Parser), []byte(args))
 		if err != nil {
 			t.Fatalf("readArgs(%s): %v", args, err)
 		}
@@ -33,7 +33,7 @@ func TestInstance(t *testing.T) {
 		}
 	}
 	for _, args := range []string{`{"a":1e400}`, `{"a":[-1e999]}`} {
-		v, err := readArgs([]byte(args))
+		v, err := readArgs(new(jsontree.Parser), []byte(args))
 		if err != nil {
 			t.Fatal(err)
 		}
