@@ -24,9 +24,10 @@
 // no host secret reaches it; and Close leaves none of its processes behind,
 // even when the server ignores the end of its input.
 //
-// The input schemas the npm servers serve are recorded, as a bare go-sdk
-// client decodes them (object keys sorted), in
-// testdata/interop/schemas/<server>.json, and checked on every run; after
-// the pinned versions change, `go test ./interop -run TestToolLists -update`
-// rewrites them.
+// The input schemas the npm servers serve, as a bare go-sdk client decodes
+// them (object keys sorted), are checked on every run against a digest in
+// testdata/interop/schemas.digests (the servers' text itself is not copied
+// into this repository; it is read live from what the test installed, and
+// printed when it differs); after the pinned versions change,
+// `go test ./interop -run TestToolLists -update` rewrites the digests.
 package interop

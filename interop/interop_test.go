@@ -1,23 +1,26 @@
 package interop_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost/mcphost/mcphost"
+	"github.com/mcphost/mcphost/pin"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/interop/schemas from what the servers serve")
+var update = flag.Bool("update", false, "rewrite testdata/interop/schemas.digests from what the servers serve")
 
 // server is one server under test: how to configure it in a harness.
 type server struct {
@@ -28,7 +31,8 @@ type server struct {
 	exe func(cfg mcphost.ServerConfig) string
 	// hyphenated are tool names with '-' the server must keep.
 	hyphenated []string
-	// schemas: record its input schemas in testdata/interop/schemas.
+	// schemas: check the digest of its input schemas against
+	// testdata/interop/schemas.digests.
 	schemas bool
 }
 
@@ -119,10 +123,12 @@ func TestToolLists(t *testing.T) {
 	}
 }
 
-// checkSchemas compares the input schemas a bare client saw with the ones
-// recorded in testdata/interop/schemas (or records them, with -update). The
-// servers are pinned, so a difference means the pin moved or a client
-// changed what it decodes.
+// checkSchemas compares the input schemas a bare client saw with the
+// digest recorded for the server in testdata/interop/schemas.digests (or
+// records it, with -update). The servers are pinned, so a difference
+// means the pin moved or a client changed what it decodes. Only digests
+// are kept: the schemas are the servers' text, read live from what the
+// test installed, and printed when they differ.
 func checkSchemas(t *testing.T, name string, tools []*mcp.Tool) {
 	t.Helper()
 	type entry struct {
@@ -138,23 +144,40 @@ func checkSchemas(t *testing.T, name string, tools []*mcp.Tool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, '\n')
-	file := repoPath(t, "testdata", "interop", "schemas", name+".json")
+	digest := pin.DigestBytes(got)
+	file := repoPath(t, "testdata", "interop", "schemas.digests")
+	schemaDigestsMu.Lock()
+	defer schemaDigestsMu.Unlock()
+	data, err := os.ReadFile(file)
+	if err != nil && !(*update && errors.Is(err, os.ErrNotExist)) {
+		t.Fatalf("%v (run `go test ./interop -run TestToolLists -update` to record it)", err)
+	}
+	recorded := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if server, d, ok := strings.Cut(line, " "); ok {
+			recorded[server] = d
+		}
+	}
 	if *update {
-		if err := os.WriteFile(file, got, 0o644); err != nil {
+		recorded[name] = digest
+		var b strings.Builder
+		for _, server := range slices.Sorted(maps.Keys(recorded)) {
+			fmt.Fprintf(&b, "%s %s\n", server, recorded[server])
+		}
+		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (run `go test ./interop -run TestToolLists -update` to record it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("the input schemas of %s differ from %s; if the pinned version changed on purpose, run `go test ./interop -run TestToolLists -update`\ngot:\n%s",
-			name, file, got)
+	if recorded[name] != digest {
+		t.Errorf("the input schemas of %s (digest %s) differ from what %s records (%q); if the pinned version changed on purpose, run `go test ./interop -run TestToolLists -update`\ngot:\n%s",
+			name, digest, file, recorded[name], got)
 	}
 }
+
+// schemaDigestsMu serializes the servers' reads and writes of the digests
+// file (their tests run in parallel).
+var schemaDigestsMu sync.Mutex
 
 // TestCloseLeavesNoProcess closes sessions whose servers are in states that
 // keep them alive past the end of their input, and checks that no process
