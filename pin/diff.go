@@ -72,7 +72,7 @@ func Diff(reviewed, current json.RawMessage) ([]Change, error) {
 				j++
 			}
 		}
-		if o != nil && c != nil && bytes.Equal(canonical.Append(nil, o.Val), canonical.Append(nil, c.Val)) {
+		if o != nil && c != nil && bytes.Equal(jsontree.AppendMinimal(nil, o.Val), jsontree.AppendMinimal(nil, c.Val)) {
 			continue
 		}
 		var ch Change

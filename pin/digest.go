@@ -63,7 +63,7 @@ func Canonical(def json.RawMessage) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return canonical.Append(make([]byte, 0, len(def)), v), nil
+	return jsontree.AppendMinimal(make([]byte, 0, len(def)), v), nil
 }
 
 // Digest returns the digest of a tool definition as the server sent it in

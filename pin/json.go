@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/mcphost/mcphost/internal/canonical"
 	"github.com/mcphost/mcphost/internal/jsontree"
 )
 
@@ -48,7 +47,7 @@ func appendDisplay(b []byte, v *jsontree.Value, indent int) []byte {
 	case jsontree.String:
 		return appendDisplayString(b, v.Str, true)
 	default:
-		return canonical.Append(b, v)
+		return jsontree.AppendMinimal(b, v)
 	}
 }
 

@@ -168,7 +168,7 @@ func ParseLock(data []byte) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errLockCorrupt, err)
 	}
-	if !bytes.Equal(canonical.Append(nil, root), canonical.Append(nil, back)) {
+	if !bytes.Equal(jsontree.AppendMinimal(nil, root), jsontree.AppendMinimal(nil, back)) {
 		return nil, fmt.Errorf("%w: it is not in the form mcphost writes it (a key in the wrong case, or an empty or null field written out)", errLockCorrupt)
 	}
 	for name, s := range l.Servers {

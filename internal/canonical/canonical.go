@@ -3,6 +3,12 @@
 // pin.Digest. It is a package of its own so that package mcphost can read
 // the fields of a definition from the very tree its digest is made of, in
 // one pass of the module's one JSON parser (internal/jsontree).
+//
+// The canonical form is a definition parsed with ParseDefinition (every
+// object's members sorted by name, default annotation hints dropped) and
+// written by jsontree.AppendMinimal (strings re-quoted with the minimal
+// escaping, numbers as written). The digest is Prefix and the BLAKE3-256
+// of that text.
 package canonical
 
 import (
@@ -19,8 +25,8 @@ import (
 )
 
 // Prefix starts every digest: it names the formula (BLAKE3-256 of the
-// canonical form, or of the exact text for instructions). pin.Prefix
-// is this constant.
+// canonical form, or of the exact text for instructions).
+// pin.DigestPrefix is this constant.
 const Prefix = "b3v1:"
 
 // ErrInvalid is wrapped by every refusal of a definition; pin.ErrInvalid
@@ -85,45 +91,6 @@ func sortMembers(v *jsontree.Value) {
 	}
 }
 
-// Append appends the canonical encoding of v, whose members are
-// sorted: no insignificant whitespace, members in that order, numbers as
-// written, strings by jsontree.AppendQuoted (the minimal escaping).
-func Append(b []byte, v *jsontree.Value) []byte {
-	switch v.Kind {
-	case jsontree.Null:
-		return append(b, "null"...)
-	case jsontree.Bool:
-		if v.Bool {
-			return append(b, "true"...)
-		}
-		return append(b, "false"...)
-	case jsontree.Number:
-		return append(b, v.Raw...)
-	case jsontree.String:
-		return jsontree.AppendQuoted(b, v.Str)
-	case jsontree.Array:
-		b = append(b, '[')
-		for i, e := range v.Arr {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = Append(b, e)
-		}
-		return append(b, ']')
-	default:
-		b = append(b, '{')
-		for i := range v.Obj {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsontree.AppendQuoted(b, v.Obj[i].Name)
-			b = append(b, ':')
-			b = Append(b, v.Obj[i].Val)
-		}
-		return append(b, '}')
-	}
-}
-
 // parsers are the parsers of definitions that are dropped as soon as they
 // are digested. Discovery digests every tool of every server, so their
 // memory is reused instead of allocated per definition.
@@ -185,7 +152,7 @@ func lookup(def []byte, v *jsontree.Value, path []string) Field {
 // normalizes v in place.
 func DigestTree(buf []byte, v *jsontree.Value) ([]byte, string) {
 	normalize(v)
-	buf = Append(buf[:0], v)
+	buf = jsontree.AppendMinimal(buf[:0], v)
 	return buf, Format(blake3.Sum256(buf))
 }
 

@@ -355,38 +355,22 @@ func (p *Parser) alloc(k Kind, off int) *Value {
 	return v
 }
 
-// members returns ms copied into room of exactly their length: appending
-// to the result never writes over another object's members.
-func (p *Parser) members(ms []Member) []Member {
-	n := len(ms)
+// carve returns xs copied into room of exactly their length, cut from
+// *slab (a new one when it has too little left): appending to the result
+// never writes over another object's members or array's elements.
+func carve[T any](slab *[]T, used *int, xs []T) []T {
+	n := len(xs)
 	if n == 0 {
 		return nil
 	}
-	p.used.mems += n
-	if cap(p.mslab)-len(p.mslab) < n {
-		p.mslab = make([]Member, 0, max(min(2*cap(p.mslab), 1024), n))
+	*used += n
+	if cap(*slab)-len(*slab) < n {
+		*slab = make([]T, 0, max(min(2*cap(*slab), 1024), n))
 	}
-	end := len(p.mslab) + n
-	out := p.mslab[len(p.mslab):end:end]
-	p.mslab = p.mslab[:end]
-	copy(out, ms)
-	return out
-}
-
-// elements is members for the elements of an array.
-func (p *Parser) elements(es []*Value) []*Value {
-	n := len(es)
-	if n == 0 {
-		return nil
-	}
-	p.used.elems += n
-	if cap(p.eslab)-len(p.eslab) < n {
-		p.eslab = make([]*Value, 0, max(min(2*cap(p.eslab), 1024), n))
-	}
-	end := len(p.eslab) + n
-	out := p.eslab[len(p.eslab):end:end]
-	p.eslab = p.eslab[:end]
-	copy(out, es)
+	end := len(*slab) + n
+	out := (*slab)[len(*slab):end:end]
+	*slab = (*slab)[:end]
+	copy(out, xs)
 	return out
 }
 
@@ -510,20 +494,15 @@ func (p *Parser) object(depth int) *Value {
 				return nil
 			}
 			p.mems = append(p.mems, Member{Name: name, RawName: raw, Val: val})
-			c := p.next()
-			if c == '}' {
-				p.pos++
+			if more, ok := p.more('}', "an object"); !ok {
+				return nil
+			} else if !more {
 				break
 			}
-			if c != ',' {
-				p.fail("found %s, want ',' or '}' in an object", p.describe())
-				return nil
-			}
-			p.pos++
 		}
 	}
 	v := p.alloc(Object, start)
-	v.Obj = p.members(p.mems[base:])
+	v.Obj = carve(&p.mslab, &p.used.mems, p.mems[base:])
 	v.Raw = p.text[start:p.pos]
 	clear(p.mems[base:])
 	p.mems = p.mems[:base]
@@ -548,24 +527,35 @@ func (p *Parser) array(depth int) *Value {
 				return nil
 			}
 			p.elems = append(p.elems, e)
-			c := p.next()
-			if c == ']' {
-				p.pos++
+			if more, ok := p.more(']', "an array"); !ok {
+				return nil
+			} else if !more {
 				break
 			}
-			if c != ',' {
-				p.fail("found %s, want ',' or ']' in an array", p.describe())
-				return nil
-			}
-			p.pos++
 		}
 	}
 	v := p.alloc(Array, start)
-	v.Arr = p.elements(p.elems[base:])
+	v.Arr = carve(&p.eslab, &p.used.elems, p.elems[base:])
 	v.Raw = p.text[start:p.pos]
 	clear(p.elems[base:])
 	p.elems = p.elems[:base]
 	return v
+}
+
+// more reads what follows a member or an element: a comma (more is true)
+// or the closing bracket close (more is false). ok is false, with p.err
+// set, for anything else.
+func (p *Parser) more(close byte, in string) (more, ok bool) {
+	switch p.next() {
+	case ',':
+		p.pos++
+		return true, true
+	case close:
+		p.pos++
+		return false, true
+	}
+	p.fail("found %s, want ',' or '%c' in %s", p.describe(), close, in)
+	return false, false
 }
 
 // within prefixes a repeated name's pointer with the reference token of

@@ -6,7 +6,16 @@ import "strings"
 // the order of v.Obj, and every literal as it was read (Raw, RawName)
 // where there is one; strings and names a program made are written by
 // AppendQuoted.
-func Append(b []byte, v *Value) []byte {
+func Append(b []byte, v *Value) []byte { return appendValue(b, v, true) }
+
+// AppendMinimal appends the compact JSON text of v with every string and
+// name written by AppendQuoted, whatever escapes the sender used, and
+// numbers as written, members in the order of v.Obj. Two trees that mean
+// the same code points, numbers and order get the same text: on a tree
+// whose members are sorted by name, it is pin's canonical form.
+func AppendMinimal(b []byte, v *Value) []byte { return appendValue(b, v, false) }
+
+func appendValue(b []byte, v *Value, asWritten bool) []byte {
 	switch v.Kind {
 	case Null:
 		return append(b, "null"...)
@@ -18,7 +27,7 @@ func Append(b []byte, v *Value) []byte {
 	case Number:
 		return append(b, v.Raw...)
 	case String:
-		if v.Raw != "" {
+		if asWritten && v.Raw != "" {
 			return append(b, v.Raw...)
 		}
 		return AppendQuoted(b, v.Str)
@@ -28,7 +37,7 @@ func Append(b []byte, v *Value) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = Append(b, e)
+			b = appendValue(b, e, asWritten)
 		}
 		return append(b, ']')
 	default:
@@ -37,13 +46,13 @@ func Append(b []byte, v *Value) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if m.RawName != "" {
+			if asWritten && m.RawName != "" {
 				b = append(b, m.RawName...)
 			} else {
 				b = AppendQuoted(b, m.Name)
 			}
 			b = append(b, ':')
-			b = Append(b, m.Val)
+			b = appendValue(b, m.Val, asWritten)
 		}
 		return append(b, '}')
 	}
