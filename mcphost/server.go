@@ -117,8 +117,13 @@ func (srv *server) start(ctx context.Context) error {
 	proc, err := sandbox.Start(ctx, sbx)
 	if err != nil {
 		var le *sandbox.LinkError
-		if errors.As(err, &le) {
+		switch {
+		case errors.As(err, &le):
 			return &startError{"config", &ConfigError{Table: "mcp." + cfg.Name, Key: le.Field, Msg: le.Error(), Err: err}}
+		case errors.Is(err, sandbox.ErrLinkedPath):
+			// A grant swapped for a link while the server started: the
+			// sandbox cannot say which key, but it is the config's.
+			return &startError{"config", err}
 		}
 		return &startError{"start", err}
 	}
