@@ -20,7 +20,11 @@
 //     parser recurses once per level.
 //
 // Each refusal is an *Error that wraps exactly one of ErrSyntax,
-// ErrDuplicateKey, ErrLoneSurrogate and ErrTooDeep.
+// ErrDuplicateKey, ErrLoneSurrogate and ErrTooDeep. A text with more than
+// one is refused for a syntax error or excess depth first (the parser
+// reads the whole text before it refuses a repeat or a lone surrogate),
+// and otherwise for the first of the others it meets (a repeat at the end
+// of the repeated member's value).
 //
 // A tree keeps numbers as their literal (converting through float64 would
 // merge distinct integers above 2^53), strings both decoded and as
@@ -227,6 +231,7 @@ type Parser struct {
 	pos   int
 	max   int
 	err   *Error
+	soft  *Error                          // the first repeated name or lone surrogate, found on the way
 	left  int                             // at most this many values are still to come
 	slab  []Value                         // values handed out by alloc
 	mslab []Member                        // room for the members of finished objects
@@ -296,10 +301,48 @@ func (p *Parser) Parse(data []byte, maxDepth int) (*Value, error) {
 	if p.used.elems > maxKept {
 		p.eslab = nil
 	}
-	if v == nil {
+	switch {
+	case v == nil:
 		return nil, p.err
+	case p.soft != nil && p.soft.Err == ErrDuplicateKey:
+		// The first repeat in document order, and the object it is in.
+		obj, ptr, name := firstRepeat(v, "")
+		if obj != nil {
+			p.soft.Offset, p.soft.Pointer = int(obj.Off), ptr
+		}
+		p.soft.msg = fmt.Sprintf("the object starting here has the name %s more than once", QuoteName(name))
+		return nil, p.soft
+	case p.soft != nil:
+		return nil, p.soft
 	}
 	return v, nil
+}
+
+// firstRepeat finds, in document order, the first member under v whose
+// name repeats an earlier one of its object: the object, the member's
+// pointer and its name. v has one.
+func firstRepeat(v *Value, ptr string) (*Value, string, string) {
+	switch v.Kind {
+	case Object:
+		seen := make(map[string]bool, len(v.Obj))
+		for _, m := range v.Obj {
+			p := ptr + "/" + EscapeToken(m.Name)
+			if seen[m.Name] {
+				return v, p, m.Name
+			}
+			seen[m.Name] = true
+			if obj, p, name := firstRepeat(m.Val, p); obj != nil {
+				return obj, p, name
+			}
+		}
+	case Array:
+		for i, e := range v.Arr {
+			if obj, p, name := firstRepeat(e, ptr+"/"+strconv.Itoa(i)); obj != nil {
+				return obj, p, name
+			}
+		}
+	}
+	return nil, "", ""
 }
 
 // maxKept bounds the values, members and elements a Parser keeps room for
@@ -462,7 +505,6 @@ func (p *Parser) object(depth int) *Value {
 			p.pos++
 			val := p.value(depth + 1)
 			if val == nil {
-				p.within(name)
 				return nil
 			}
 			// Objects are small as a rule; a map pays off only for big
@@ -487,11 +529,10 @@ func (p *Parser) object(depth int) *Value {
 					seen[name] = true
 				}
 			}
-			if dup {
-				p.pos = start
-				p.failKind(ErrDuplicateKey, "the object starting here has the name %s more than once", QuoteName(name))
-				p.err.Pointer = "/" + EscapeToken(name)
-				return nil
+			if dup && p.soft == nil {
+				// Not refused yet: the rest of the text may not even be
+				// JSON, which is the refusal to report then.
+				p.soft = &Error{Err: ErrDuplicateKey}
 			}
 			p.mems = append(p.mems, Member{Name: name, RawName: raw, Val: val})
 			if more, ok := p.more('}', "an object"); !ok {
@@ -523,7 +564,6 @@ func (p *Parser) array(depth int) *Value {
 		for {
 			e := p.value(depth + 1)
 			if e == nil {
-				p.within(strconv.Itoa(len(p.elems) - base))
 				return nil
 			}
 			p.elems = append(p.elems, e)
@@ -556,14 +596,6 @@ func (p *Parser) more(close byte, in string) (more, ok bool) {
 	}
 	p.fail("found %s, want ',' or '%c' in %s", p.describe(), close, in)
 	return false, false
-}
-
-// within prefixes a repeated name's pointer with the reference token of
-// the member or element it was found in, as the refusal unwinds.
-func (p *Parser) within(token string) {
-	if p.err != nil && p.err.Err == ErrDuplicateKey {
-		p.err.Pointer = "/" + EscapeToken(token) + p.err.Pointer
-	}
 }
 
 // QuoteName quotes a name a sender chose for a message: Go quoting
@@ -684,10 +716,9 @@ func (p *Parser) str() (raw, s string, ok bool) {
 		return raw, raw[1 : len(raw)-1], true
 	}
 	s, bad := unescape(raw[1 : len(raw)-1])
-	if bad >= 0 {
-		p.pos = start + 1 + bad
-		p.failKind(ErrLoneSurrogate, "the escape %s is half of a UTF-16 surrogate pair, not a character", raw[1+bad:1+bad+6])
-		return "", "", false
+	if bad >= 0 && p.soft == nil {
+		p.soft = &Error{Offset: start + 1 + bad, Err: ErrLoneSurrogate,
+			msg: fmt.Sprintf("the escape %s is half of a UTF-16 surrogate pair, not a character", raw[1+bad:1+bad+6])}
 	}
 	p.pos = i
 	return raw, s, true
@@ -703,11 +734,18 @@ func isHex4(b []byte) bool {
 }
 
 // unescape decodes the body of a JSON string literal whose escapes are
-// well formed. It returns the offset in s of an escape that is a lone
-// surrogate half, or -1.
+// well formed. It returns the offset in s of the first escape that is a
+// lone surrogate half, or -1; such a half is decoded as U+FFFD.
 func unescape(s string) (string, int) {
 	var sb strings.Builder
 	sb.Grow(len(s))
+	bad := -1
+	lone := func(i int) {
+		if bad < 0 {
+			bad = i
+		}
+		sb.WriteRune(utf8.RuneError)
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c != '\\' {
@@ -728,22 +766,18 @@ func unescape(s string) (string, int) {
 			sb.WriteByte('\t')
 		case 'u':
 			r := hex4(s[i+2 : i+6])
-			switch {
-			case 0xDC00 <= r && r <= 0xDFFF:
-				return "", i
-			case 0xD800 <= r && r <= 0xDBFF:
-				if i+12 > len(s) || s[i+6] != '\\' || s[i+7] != 'u' {
-					return "", i
+			if 0xD800 <= r && r <= 0xDBFF && i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
+				if lo := hex4(s[i+8 : i+12]); 0xDC00 <= lo && lo <= 0xDFFF {
+					sb.WriteRune(0x10000 + (r-0xD800)<<10 + (lo - 0xDC00))
+					i += 12
+					continue
 				}
-				lo := hex4(s[i+8 : i+12])
-				if lo < 0xDC00 || lo > 0xDFFF {
-					return "", i
-				}
-				sb.WriteRune(0x10000 + (r-0xD800)<<10 + (lo - 0xDC00))
-				i += 12
-				continue
 			}
-			sb.WriteRune(r)
+			if 0xD800 <= r && r <= 0xDFFF {
+				lone(i)
+			} else {
+				sb.WriteRune(r)
+			}
 			i += 6
 			continue
 		default: // '"', '\\', '/'
@@ -751,7 +785,7 @@ func unescape(s string) (string, int) {
 		}
 		i += 2
 	}
-	return sb.String(), -1
+	return sb.String(), bad
 }
 
 // hex4 decodes four hex digits, which the caller has checked.

@@ -290,6 +290,12 @@ func TestRefusals(t *testing.T) {
 		{"lone high", `{"a":"x\ud800"}`, 8, ErrLoneSurrogate, 7, ""},
 		{"lone low", `["\udc00"]`, 8, ErrLoneSurrogate, 2, ""},
 		{"high then not low", `["\ud800\u0041"]`, 8, ErrLoneSurrogate, 2, ""},
+		{"repeat, then not JSON", "{\"a\":1,\"a\":[0\x00", 8, ErrSyntax, 13, ""},
+		{"lone, then not JSON", `["\ud800",]`, 8, ErrSyntax, 10, ""},
+		{"repeat holding a lone surrogate", `{"a":1,"a":"\ud800"}`, 8, ErrLoneSurrogate, 12, ""},
+		{"repeat, then lone", `{"a":1,"a":2,"b":"\ud800"}`, 8, ErrDuplicateKey, 0, "/a"},
+		{"lone before repeat", `{"a":"\ud800","a":1}`, 8, ErrLoneSurrogate, 6, ""},
+		{"repeat in a later member's value, found first", `{"a":1,"a":{"x":1,"x":2}}`, 8, ErrDuplicateKey, 0, "/a"},
 		{"too deep", `[[[1]]]`, 2, ErrTooDeep, 2, ""},
 		{"too deep in an object", `{"a":{"b":{}}}`, 2, ErrTooDeep, 10, ""},
 	} {
