@@ -398,10 +398,13 @@ func (p *Parser) alloc(k Kind, off int) *Value {
 	return v
 }
 
-// carve returns xs copied into room of exactly their length, cut from
-// *slab (a new one when it has too little left): appending to the result
-// never writes over another object's members or array's elements.
-func carve[T any](slab *[]T, used *int, xs []T) []T {
+// carve moves what *stack gathered since base (the members of an object,
+// or the elements of an array, just read) into room of exactly their
+// length, cut from *slab (a new one when it has too little left), and
+// returns it: appending to the result never writes over another object's
+// members or array's elements.
+func carve[T any](slab *[]T, used *int, stack *[]T, base int) []T {
+	xs := (*stack)[base:]
 	n := len(xs)
 	if n == 0 {
 		return nil
@@ -414,6 +417,8 @@ func carve[T any](slab *[]T, used *int, xs []T) []T {
 	out := (*slab)[len(*slab):end:end]
 	*slab = (*slab)[:end]
 	copy(out, xs)
+	clear(xs)
+	*stack = (*stack)[:base]
 	return out
 }
 
@@ -478,108 +483,105 @@ func (p *Parser) literal(lit string, k Kind, b bool) *Value {
 }
 
 func (p *Parser) object(depth int) *Value {
-	start := p.pos
-	if depth == p.max {
-		p.failKind(ErrTooDeep, "more than %d nested arrays and objects", p.max)
+	start, empty, ok := p.open(depth, '}')
+	if !ok {
 		return nil
 	}
-	p.pos++
 	base := len(p.mems)
 	var seen map[string]bool
-	if p.next() == '}' {
+	for more := !empty; more; {
+		if p.next() != '"' {
+			p.fail("found %s, want a member name", p.describe())
+			return nil
+		}
+		raw, name, ok := p.str()
+		if !ok {
+			return nil
+		}
+		if p.next() != ':' {
+			p.fail("found %s, want ':' after a member name", p.describe())
+			return nil
+		}
 		p.pos++
-	} else {
-		for {
-			if p.next() != '"' {
-				p.fail("found %s, want a member name", p.describe())
-				return nil
+		val := p.value(depth + 1)
+		if val == nil {
+			return nil
+		}
+		// Objects are small as a rule; a map pays off only for big
+		// ones.
+		dup := false
+		if seen != nil {
+			dup = seen[name]
+			seen[name] = true
+		} else {
+			mine := p.mems[base:]
+			for i := range mine {
+				if mine[i].Name == name {
+					dup = true
+					break
+				}
 			}
-			raw, name, ok := p.str()
-			if !ok {
-				return nil
-			}
-			if p.next() != ':' {
-				p.fail("found %s, want ':' after a member name", p.describe())
-				return nil
-			}
-			p.pos++
-			val := p.value(depth + 1)
-			if val == nil {
-				return nil
-			}
-			// Objects are small as a rule; a map pays off only for big
-			// ones.
-			dup := false
-			if seen != nil {
-				dup = seen[name]
-				seen[name] = true
-			} else {
-				mine := p.mems[base:]
+			if len(mine) == 16 {
+				seen = make(map[string]bool, 32)
 				for i := range mine {
-					if mine[i].Name == name {
-						dup = true
-						break
-					}
+					seen[mine[i].Name] = true
 				}
-				if len(mine) == 16 {
-					seen = make(map[string]bool, 32)
-					for i := range mine {
-						seen[mine[i].Name] = true
-					}
-					seen[name] = true
-				}
+				seen[name] = true
 			}
-			if dup && p.soft == nil {
-				// Not refused yet: the rest of the text may not even be
-				// JSON, which is the refusal to report then.
-				p.soft = &Error{Err: ErrDuplicateKey}
-			}
-			p.mems = append(p.mems, Member{Name: name, RawName: raw, Val: val})
-			if more, ok := p.more('}', "an object"); !ok {
-				return nil
-			} else if !more {
-				break
-			}
+		}
+		if dup && p.soft == nil {
+			// Not refused yet: the rest of the text may not even be
+			// JSON, which is the refusal to report then.
+			p.soft = &Error{Err: ErrDuplicateKey}
+		}
+		p.mems = append(p.mems, Member{Name: name, RawName: raw, Val: val})
+		if more, ok = p.more('}', "an object"); !ok {
+			return nil
 		}
 	}
 	v := p.alloc(Object, start)
-	v.Obj = carve(&p.mslab, &p.used.mems, p.mems[base:])
 	v.Raw = p.text[start:p.pos]
-	clear(p.mems[base:])
-	p.mems = p.mems[:base]
+	v.Obj = carve(&p.mslab, &p.used.mems, &p.mems, base)
 	return v
 }
 
 func (p *Parser) array(depth int) *Value {
-	start := p.pos
-	if depth == p.max {
-		p.failKind(ErrTooDeep, "more than %d nested arrays and objects", p.max)
+	start, empty, ok := p.open(depth, ']')
+	if !ok {
 		return nil
 	}
-	p.pos++
 	base := len(p.elems)
-	if p.next() == ']' {
-		p.pos++
-	} else {
-		for {
-			e := p.value(depth + 1)
-			if e == nil {
-				return nil
-			}
-			p.elems = append(p.elems, e)
-			if more, ok := p.more(']', "an array"); !ok {
-				return nil
-			} else if !more {
-				break
-			}
+	for more := !empty; more; {
+		e := p.value(depth + 1)
+		if e == nil {
+			return nil
+		}
+		p.elems = append(p.elems, e)
+		if more, ok = p.more(']', "an array"); !ok {
+			return nil
 		}
 	}
 	v := p.alloc(Array, start)
-	v.Arr = carve(&p.eslab, &p.used.elems, p.elems[base:])
 	v.Raw = p.text[start:p.pos]
-	clear(p.elems[base:])
-	p.elems = p.elems[:base]
+	v.Arr = carve(&p.eslab, &p.used.elems, &p.elems, base)
 	return v
+}
+
+// open enters the array or object whose opening bracket is at p.pos, at
+// depth, and reports whether its closing bracket close follows at once.
+// ok is false, with p.err set, when that is deeper than the bound.
+func (p *Parser) open(depth int, close byte) (start int, empty, ok bool) {
+	start = p.pos
+	if depth == p.max {
+		p.failKind(ErrTooDeep, "more than %d nested arrays and objects", p.max)
+		return start, false, false
+	}
+	p.pos++
+	if p.next() == close {
+		p.pos++
+		return start, true, true
+	}
+	return start, false, true
 }
 
 // more reads what follows a member or an element: a comma (more is true)
