@@ -30,9 +30,14 @@
 // merge distinct integers above 2^53), strings both decoded and as
 // written, and object members in document order. Append writes a tree back
 // with every literal as it was read, so what mcphost forwards repeats the
-// sender's bytes; AppendQuoted is the one way this module writes a string
-// it made itself. The canonical form of a digest (sorted members) is pin's
-// and is built there on this tree.
+// sender's bytes; AppendMinimal writes every string with the minimal
+// escaping, which on a tree with sorted members is pin's canonical form
+// (internal/canonical sorts); AppendQuoted is the one way this module
+// writes a string it made itself.
+//
+// A Parser reuses its memory from one text to the next; a caller that
+// drops each tree before the next parse (a digest, a check of arguments)
+// pools Parsers, and one that keeps trees uses the function Parse.
 package jsontree
 
 import (
