@@ -403,7 +403,16 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 // serveHTTP serves one request of the server: a CONNECT tunnel or a
 // plain-HTTP request with an absolute URL.
 func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	// A request net/http hands over after Serve began to end is not
+	// served: Serve's wait for the handlers must not race a new one.
+	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		http.Error(w, "mcphost network proxy: closing", http.StatusServiceUnavailable)
+		return
+	}
 	p.handlers.Add(1)
+	p.mu.Unlock()
 	defer p.handlers.Done()
 	if r.Method == http.MethodConnect {
 		p.tunnel(w, r)
