@@ -175,21 +175,68 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 		h.fail(err)
 		return exitNoConfin
 	}
-	// Join the server's cgroups first, while the host's /sys is in view,
-	// so that the server is counted from its first process on.
-	for _, d := range s.Cgroups {
-		if err := os.WriteFile(d+"/cgroup.procs", []byte("0"), 0); err != nil {
-			h.fail(failedStep("joining the cgroup "+d, err))
-			return exitNoConfin
-		}
+	// Join the server's cgroups, so that the server is counted from its
+	// first process on. The files are opened while the host's /sys is in
+	// view; the writes, which on cgroup v1 wait for an RCU grace period
+	// (milliseconds), run beside the mounts, and the server is not
+	// started before they are done.
+	joined, err := joinCgroups(s.Cgroups)
+	if err != nil {
+		h.fail(err)
+		return exitNoConfin
 	}
+	userNS, code := h.enterMounts(s)
+	joinErr := <-joined
+	if code != 0 {
+		return code
+	}
+	if joinErr != nil {
+		h.fail(joinErr)
+		return exitNoConfin
+	}
+	return h.confineAndSupervise(s, abi, userNS, lifeline, true)
+}
+
+// joinCgroups opens the cgroup.procs file of each of dirs and moves the
+// helper into them, in the background: the channel says when that is done
+// (nil) or why it failed.
+func joinCgroups(dirs []string) (<-chan error, error) {
+	files := make([]*os.File, 0, len(dirs))
+	for _, d := range dirs {
+		f, err := os.OpenFile(d+"/cgroup.procs", os.O_WRONLY, 0)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, failedStep("joining the cgroup "+d, err)
+		}
+		files = append(files, f)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i, f := range files {
+			if _, werr := f.Write([]byte("0")); werr != nil && err == nil {
+				err = failedStep("joining the cgroup "+dirs[i], werr)
+			}
+			f.Close()
+		}
+		done <- err
+	}()
+	return done, nil
+}
+
+// enterMounts builds the server's mount namespace (and its proxy
+// listener). It returns whether the helper runs in a user namespace, and
+// 0 or the exit code after a failure it reported.
+func (h *helper) enterMounts(s *spec) (userNS bool, code int) {
 	// Read before the fresh /proc hides nothing relevant, but while the
 	// helper still has the original one for certain.
-	userNS := inUserNS()
+	userNS = inUserNS()
 	plan, err := planMounts(s)
 	if err != nil {
 		h.fail(failedStep("planning mounts", err))
-		return exitNoConfin
+		return userNS, exitNoConfin
 	}
 	idmapped := make(map[string]int, len(s.Idmap))
 	for i, p := range s.Idmap {
@@ -197,15 +244,15 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 	}
 	if err := applyMounts(plan, idmapped); err != nil {
 		h.fail(err)
-		return exitNoConfin
+		return userNS, exitNoConfin
 	}
 	if s.Proxy != 0 {
 		if err := openProxyListener(helperIdmapFD+len(s.Idmap), s.Proxy); err != nil {
 			h.fail(failedStep("the network proxy's listener", err))
-			return exitNoConfin
+			return userNS, exitNoConfin
 		}
 	}
-	return h.confineAndSupervise(s, abi, userNS, lifeline, true)
+	return userNS, 0
 }
 
 // runReduced is the reduced tier, for a host that may not create a user
