@@ -282,6 +282,7 @@ func TestDialects(t *testing.T) {
 func TestUncheckable(t *testing.T) {
 	for _, tc := range []struct{ name, schema, want string }{
 		{"a name given twice", `{"type":"object","properties":{"a":{"type":"string"},"a":{"type":"integer"}}}`, "/properties/a: this name repeats an earlier member"},
+		{"a lone surrogate", `{"type":"object","properties":{"a":{"type":"string","description":"\ud800"}}}`, "(root): a string holds an unpaired UTF-16 surrogate escape"},
 		{"a remote reference", `{"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}`, `/properties/a/$ref: $ref "https://example.com/s.json" refers outside the schema`},
 		{"an anchor reference", `{"type":"object","properties":{"a":{"$ref":"#foo"}},"$defs":{"f":{"$anchor":"foo"}}}`, "names an anchor"},
 		{"a reference to nothing", `{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`, "does not resolve to a schema"},
@@ -408,7 +409,11 @@ func TestSuggest(t *testing.T) {
 
 // TestCloseErrors: only input that is not a JSON object is an error.
 func TestCloseErrors(t *testing.T) {
-	for _, in := range []string{``, `{`, `[]`, `"s"`, `1`, `true`, `null`, "{\"a\":\"\xff\"}", `{} {}`} {
+	for _, in := range []string{``, `{`, `[]`, `"s"`, `1`, `true`, `null`, "{\"a\":\"\xff\"}", `{} {}`,
+		// Not objects, with what would make an object uncheckable.
+		`"\ud800"`, ` [{"a":1,"a":2}]`, "\n\"\\u000a\\ud8000\"",
+		// Not JSON after a repeat or a lone surrogate.
+		"{\"a\":1,\"a\":[0\x00", `{"a":"\ud800",}`} {
 		c, err := Close(json.RawMessage(in))
 		if !errors.Is(err, ErrInvalidSchema) || c != nil {
 			t.Errorf("Close(%q) = %v, %v; want ErrInvalidSchema", in, c, err)

@@ -87,14 +87,24 @@ func Close(input json.RawMessage) (*Closed, error) {
 	p := parsers.Get().(*jsontree.Parser)
 	defer parsers.Put(p)
 	root, err := p.Parse(input, maxNesting)
-	var dup, lone *jsontree.Error
+	// A repeated name or a lone surrogate makes the schema uncheckable,
+	// not invalid: Parse refuses those only once it has read the whole
+	// text as JSON.
+	var soft *jsontree.Error
+	if !errors.As(err, &soft) || (soft.Err != jsontree.ErrDuplicateKey && soft.Err != jsontree.ErrLoneSurrogate) {
+		soft = nil
+	}
+	var kind jsontree.Kind
 	switch {
-	case errors.As(err, &dup) && dup.Err == jsontree.ErrDuplicateKey:
-	case errors.As(err, &lone) && lone.Err == jsontree.ErrLoneSurrogate:
+	case soft != nil:
+		kind = rootKind(input)
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
-	case root.Kind != jsontree.Object:
-		return nil, fmt.Errorf("%w: it is %s", ErrInvalidSchema, article(root.Kind))
+	default:
+		kind = root.Kind
+	}
+	if kind != jsontree.Object {
+		return nil, fmt.Errorf("%w: it is %s", ErrInvalidSchema, article(kind))
 	}
 	c := &Closed{
 		Original: bytes.Clone(input),
@@ -102,9 +112,9 @@ func Close(input json.RawMessage) (*Closed, error) {
 	}
 	var a *doc
 	switch {
-	case dup != nil:
-		a = &doc{root: &jsontree.Value{Kind: jsontree.Object}, uncheckable: &finding{dup.Pointer, "this name repeats an earlier member of the same object, and JSON parsers disagree on which one counts"}}
-	case lone != nil:
+	case soft != nil && soft.Err == jsontree.ErrDuplicateKey:
+		a = &doc{root: &jsontree.Value{Kind: jsontree.Object}, uncheckable: &finding{soft.Pointer, "this name repeats an earlier member of the same object, and JSON parsers disagree on which one counts"}}
+	case soft != nil:
 		a = &doc{root: &jsontree.Value{Kind: jsontree.Object}, uncheckable: &finding{"", "a string holds an unpaired UTF-16 surrogate escape (a lone \\uD800-\\uDFFF), which is not a character, and JSON parsers disagree on what to make of it"}}
 	default:
 		a = analyze(root)
@@ -513,4 +523,23 @@ func (c *Closed) prepare() (*checker, error) {
 		c.checker = &checker{rs: rs, diag: analyze(p)}
 	})
 	return c.checker, c.ckErr
+}
+
+// rootKind returns the kind of the value a JSON text holds, from its first
+// byte past white space; text must be valid JSON.
+func rootKind(text []byte) jsontree.Kind {
+	switch t := bytes.TrimLeft(text, " \t\r\n"); t[0] {
+	case '{':
+		return jsontree.Object
+	case '[':
+		return jsontree.Array
+	case '"':
+		return jsontree.String
+	case 't', 'f':
+		return jsontree.Bool
+	case 'n':
+		return jsontree.Null
+	default:
+		return jsontree.Number
+	}
 }
