@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"errors"
 	"github.com/mcphost/mcphost/internal/jsontree"
 
 	"bytes"
@@ -67,17 +66,19 @@ func readArgs(p *jsontree.Parser, args []byte) (*jsontree.Value, error) {
 		return &jsontree.Value{Kind: jsontree.Object, Obj: []jsontree.Member{}}, nil
 	}
 	v, err := p.Parse(args, maxNesting)
+	soft := softRefusal(err)
 	switch {
-	case errors.Is(err, jsontree.ErrDuplicateKey):
-		var je *jsontree.Error
-		errors.As(err, &je)
-		return nil, argError(je.Pointer, "this field is given more than once; give each field once")
-	case errors.Is(err, jsontree.ErrLoneSurrogate):
-		return nil, argError("", "a string holds an unpaired UTF-16 surrogate escape (a lone \\uD800-\\uDFFF), which is not a character")
-	case err != nil:
+	case soft == nil && err != nil:
 		return nil, &ArgumentError{Reason: "the arguments are " + err.Error() + "; send one JSON object", Err: err}
-	}
-	if v.Kind != jsontree.Object {
+	case soft != nil && rootKind(args) != jsontree.Object:
+		// The whole text is JSON (Parse read it all): the first thing
+		// to fix is that it is not an object.
+		return nil, argError("", "the arguments must be a JSON object, not %s", article(rootKind(args)))
+	case soft != nil && soft.Err == jsontree.ErrDuplicateKey:
+		return nil, argError(soft.Pointer, "this field is given more than once; give each field once")
+	case soft != nil:
+		return nil, argError("", "a string holds an unpaired UTF-16 surrogate escape (a lone \\uD800-\\uDFFF), which is not a character")
+	case v.Kind != jsontree.Object:
 		return nil, argError("", "the arguments must be a JSON object, not %s", article(v.Kind))
 	}
 	return v, nil

@@ -65,6 +65,11 @@ func TestCheck(t *testing.T) {
 		{`{"query": "ab", "query": "cd"}`, "/query", `invalid arguments: /query: this field is given more than once; give each field once`},
 		{`{"query": "ab", "limit": 1e999}`, "/limit", `invalid arguments: /limit: the number 1e999 is out of range`},
 		{`{"query": "\ud800"}`, "", `invalid arguments: a string holds an unpaired UTF-16 surrogate escape (a lone \uD800-\uDFFF), which is not a character`},
+		// What to fix first: that they are not an object.
+		{`[{"query": "ab", "query": "cd"}]`, "", `invalid arguments: the arguments must be a JSON object, not an array`},
+		{`["\ud800"]`, "", `invalid arguments: the arguments must be a JSON object, not an array`},
+		// Not JSON at all, after a repeat.
+		{`{"query": "ab", "query": "cd"`, "", `invalid arguments: the arguments are not valid JSON at byte offset 29: found the end of the text, want ',' or '}' in an object; send one JSON object`},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
 			err := c.Check(json.RawMessage(tc.args))

@@ -90,10 +90,7 @@ func Close(input json.RawMessage) (*Closed, error) {
 	// A repeated name or a lone surrogate makes the schema uncheckable,
 	// not invalid: Parse refuses those only once it has read the whole
 	// text as JSON.
-	var soft *jsontree.Error
-	if !errors.As(err, &soft) || (soft.Err != jsontree.ErrDuplicateKey && soft.Err != jsontree.ErrLoneSurrogate) {
-		soft = nil
-	}
+	soft := softRefusal(err)
 	var kind jsontree.Kind
 	switch {
 	case soft != nil:
@@ -523,23 +520,4 @@ func (c *Closed) prepare() (*checker, error) {
 		c.checker = &checker{rs: rs, diag: analyze(p)}
 	})
 	return c.checker, c.ckErr
-}
-
-// rootKind returns the kind of the value a JSON text holds, from its first
-// byte past white space; text must be valid JSON.
-func rootKind(text []byte) jsontree.Kind {
-	switch t := bytes.TrimLeft(text, " \t\r\n"); t[0] {
-	case '{':
-		return jsontree.Object
-	case '[':
-		return jsontree.Array
-	case '"':
-		return jsontree.String
-	case 't', 'f':
-		return jsontree.Bool
-	case 'n':
-		return jsontree.Null
-	default:
-		return jsontree.Number
-	}
 }

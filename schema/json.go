@@ -2,6 +2,7 @@ package schema
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -39,6 +40,36 @@ const maxNesting = 10000
 // what different JSON parsers would read differently (a repeated name, a
 // lone surrogate escape, text that is not UTF-8).
 func parse(data []byte) (*jsontree.Value, error) { return jsontree.Parse(data, maxNesting) }
+
+// softRefusal returns err if it refuses a text that is JSON for a repeated
+// name or a lone surrogate escape (what makes a schema uncheckable and
+// arguments wrong, rather than not JSON at all), and nil otherwise.
+func softRefusal(err error) *jsontree.Error {
+	var je *jsontree.Error
+	if errors.As(err, &je) && (je.Err == jsontree.ErrDuplicateKey || je.Err == jsontree.ErrLoneSurrogate) {
+		return je
+	}
+	return nil
+}
+
+// rootKind returns the kind of the value a JSON text holds, from its first
+// byte past white space; text must be valid JSON.
+func rootKind(text []byte) jsontree.Kind {
+	switch t := bytes.TrimLeft(text, " \t\r\n"); t[0] {
+	case '{':
+		return jsontree.Object
+	case '[':
+		return jsontree.Array
+	case '"':
+		return jsontree.String
+	case 't', 'f':
+		return jsontree.Bool
+	case 'n':
+		return jsontree.Null
+	default:
+		return jsontree.Number
+	}
+}
 
 // parsers are the Parsers of trees that live only while one call of
 // Close, Check, FromModel or ForServer runs.

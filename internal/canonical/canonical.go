@@ -115,14 +115,19 @@ func Fields(def json.RawMessage, dst []Field, paths ...[]string) (string, []Fiel
 		dst = append(dst, lookup(def, v, path))
 	}
 	buf := bufs.Get().(*[]byte)
-	defer bufs.Put(buf)
 	var digest string
 	*buf, digest = DigestTree((*buf)[:0], v)
+	if cap(*buf) <= maxBuf {
+		bufs.Put(buf)
+	}
 	return digest, dst, nil
 }
 
-// bufs hold the canonical forms Fields hashes.
+// bufs hold the canonical forms Fields hashes; one that grew past maxBuf
+// bytes (a huge definition) is not kept.
 var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxBuf = 256 << 10
 
 // A Field is a member of a tool definition as Fields found it.
 type Field struct {

@@ -276,7 +276,7 @@ func (p *Parser) Parse(data []byte, maxDepth int) (*Value, error) {
 	// first slab is sized for that, later ones (rarely needed) for what
 	// may be left. A Parser used before starts with room for as many
 	// values, members and elements as its last text had.
-	used := p.used
+	used := p.used // at most maxKept each (see below)
 	*p = Parser{
 		data: data, text: string(data), max: maxDepth, left: left,
 		slab:  reuse(p.slab, max(used.vals, min(max(min(len(data)/12, left), 4), 256))),
@@ -292,28 +292,34 @@ func (p *Parser) Parse(data []byte, maxDepth int) (*Value, error) {
 			p.fail("found %s after the value, want the end of the text", p.describe())
 		}
 	}
-	// Nothing may keep the text alive from the stacks.
-	clear(p.mems[:cap(p.mems)])
-	clear(p.elems[:cap(p.elems)])
-	p.mems, p.elems = p.mems[:0], p.elems[:0]
-	// What a huge text needed is not kept for the next one.
+	// Nothing may keep the text alive from the Parser: the tree holds
+	// what it needs of it. And what a huge text needed is not kept, nor
+	// asked for again, for the next one.
+	p.data, p.text = nil, ""
+	p.mems, p.elems = trim(p.mems), trim(p.elems)
 	if p.used.vals > maxKept {
-		p.slab = nil
+		p.slab, p.used.vals = nil, 0
 	}
 	if p.used.mems > maxKept {
-		p.mslab = nil
+		p.mslab, p.used.mems = nil, 0
 	}
 	if p.used.elems > maxKept {
-		p.eslab = nil
+		p.eslab, p.used.elems = nil, 0
 	}
 	switch {
 	case v == nil:
 		return nil, p.err
 	case p.soft != nil && p.soft.Err == ErrDuplicateKey:
 		// The first repeat in document order, and the object it is in.
-		obj, ptr, name := firstRepeat(v, "")
+		var path []string
+		obj, name := firstRepeat(v, &path)
 		if obj != nil {
-			p.soft.Offset, p.soft.Pointer = int(obj.Off), ptr
+			var ptr strings.Builder
+			for i := len(path) - 1; i >= 0; i-- {
+				ptr.WriteByte('/')
+				ptr.WriteString(EscapeToken(path[i]))
+			}
+			p.soft.Offset, p.soft.Pointer = int(obj.Off), ptr.String()
 		}
 		p.soft.msg = fmt.Sprintf("the object starting here has the name %s more than once", QuoteName(name))
 		return nil, p.soft
@@ -323,31 +329,46 @@ func (p *Parser) Parse(data []byte, maxDepth int) (*Value, error) {
 	return v, nil
 }
 
+// trim empties a build stack, clearing what it held, and drops it if it
+// grew past maxKept.
+func trim[T any](s []T) []T {
+	if cap(s) > maxKept {
+		return nil
+	}
+	clear(s[:cap(s)])
+	return s[:0]
+}
+
 // firstRepeat finds, in document order, the first member under v whose
-// name repeats an earlier one of its object: the object, the member's
-// pointer and its name. v has one.
-func firstRepeat(v *Value, ptr string) (*Value, string, string) {
+// name repeats an earlier one of its object, and returns that object and
+// the name; *path gets the reference tokens of the member's pointer,
+// innermost first. It builds no pointer on the way: a hostile text may
+// nest long names deeply above a wide object, and a pointer per member
+// visited would cost depth times width. v has a repeat.
+func firstRepeat(v *Value, path *[]string) (*Value, string) {
 	switch v.Kind {
 	case Object:
 		seen := make(map[string]bool, len(v.Obj))
 		for _, m := range v.Obj {
-			p := ptr + "/" + EscapeToken(m.Name)
 			if seen[m.Name] {
-				return v, p, m.Name
+				*path = append(*path, m.Name)
+				return v, m.Name
 			}
 			seen[m.Name] = true
-			if obj, p, name := firstRepeat(m.Val, p); obj != nil {
-				return obj, p, name
+			if obj, name := firstRepeat(m.Val, path); obj != nil {
+				*path = append(*path, m.Name)
+				return obj, name
 			}
 		}
 	case Array:
 		for i, e := range v.Arr {
-			if obj, p, name := firstRepeat(e, ptr+"/"+strconv.Itoa(i)); obj != nil {
-				return obj, p, name
+			if obj, name := firstRepeat(e, path); obj != nil {
+				*path = append(*path, strconv.Itoa(i))
+				return obj, name
 			}
 		}
 	}
-	return nil, "", ""
+	return nil, ""
 }
 
 // maxKept bounds the values, members and elements a Parser keeps room for

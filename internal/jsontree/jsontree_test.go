@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -403,5 +405,68 @@ func TestQuote(t *testing.T) {
 	}
 	if EscapeToken("~/") != "~0~1" {
 		t.Errorf("EscapeToken(~/) = %q", EscapeToken("~/"))
+	}
+}
+
+// allocated returns the bytes f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestRepeatCostsTheText: the pointer of a repeated name is built once,
+// along its path. A hostile text that nests long names deeply above a wide
+// object whose last name repeats would otherwise cost depth times width
+// (gigabytes for a megabyte of text, before the refusal).
+func TestRepeatCostsTheText(t *testing.T) {
+	const depth, width = 200, 5000
+	var b strings.Builder
+	name := strings.Repeat("k", 500)
+	for range depth {
+		b.WriteString(`{"` + name + `":`)
+	}
+	b.WriteString("{")
+	for i := range width {
+		fmt.Fprintf(&b, `"m%d":0,`, i)
+	}
+	b.WriteString(`"m0":1}`)
+	b.WriteString(strings.Repeat("}", depth))
+	text := []byte(b.String())
+	var err error
+	n := allocated(func() { _, err = Parse(text, depth+1) })
+	var je *Error
+	if !errors.As(err, &je) || je.Err != ErrDuplicateKey || !strings.HasSuffix(je.Pointer, "/m0") || strings.Count(je.Pointer, "/") != depth+1 {
+		t.Fatalf("Parse = %v", err)
+	}
+	if n > 64*uint64(len(text)) {
+		t.Errorf("refusing a %d-byte text allocated %d bytes", len(text), n)
+	}
+}
+
+// TestParserForgetsAHugeText: after a huge text, a Parser's next small
+// text allocates as little as a fresh Parser's would, and the Parser keeps
+// neither the huge text nor room for it.
+func TestParserForgetsAHugeText(t *testing.T) {
+	huge := []byte("[" + strings.Repeat(`{"a":[1,2],"b":"c"},`, 100_000) + "0]")
+	var p Parser
+	if _, err := p.Parse(huge, 8); err != nil {
+		t.Fatal(err)
+	}
+	small := []byte(`{"x":[1,{"y":2}]}`)
+	n := allocated(func() {
+		if _, err := p.Parse(small, 8); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 64<<10 {
+		t.Errorf("a small text after a huge one allocated %d bytes", n)
+	}
+	if cap(p.slab)+cap(p.mslab)+cap(p.eslab)+cap(p.mems)+cap(p.elems) > 5*maxKept || p.data != nil || p.text != "" {
+		t.Errorf("the Parser keeps room for %d values, %d members, %d elements, stacks of %d and %d, or the text",
+			cap(p.slab), cap(p.mslab), cap(p.eslab), cap(p.mems), cap(p.elems))
 	}
 }
