@@ -329,13 +329,14 @@ func (p *Parser) Parse(data []byte, maxDepth int) (*Value, error) {
 	return v, nil
 }
 
-// trim empties a build stack, clearing what it held, and drops it if it
-// grew past maxKept.
+// trim empties a build stack, clearing what it still holds (carve cleared
+// what it took; a refusal leaves the rest), and drops it if it grew past
+// maxKept.
 func trim[T any](s []T) []T {
 	if cap(s) > maxKept {
 		return nil
 	}
-	clear(s[:cap(s)])
+	clear(s)
 	return s[:0]
 }
 
