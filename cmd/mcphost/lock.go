@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -31,33 +32,12 @@ func (c *cli) reviewTablesInLock(ctx context.Context, servers []mcphost.ServerCo
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s lies in %s, where servers can write, so its server tables start only as the lock reviewed them, and the lock cannot be used: %w", c.config, writable, err)
 	}
-	var start []mcphost.ServerConfig
-	var reviews []tableReview
-	for _, sc := range servers {
-		def, err := sc.Definition()
-		if err != nil {
-			return nil, nil, err
+	return c.sortTables(servers, config, writable, func(server string) (string, json.RawMessage, bool) {
+		if prev := l.Servers[server].Table; prev != nil {
+			return prev.Digest, prev.Definition, true
 		}
-		d, err := pin.Digest(def)
-		if err != nil {
-			return nil, nil, err
-		}
-		prev := l.Servers[sc.Name].Table
-		if prev != nil && prev.Digest == d {
-			start = append(start, sc)
-			continue
-		}
-		r := tableReview{Server: sc.Name, Config: config, Writable: writable, Status: "new", Definition: def, Approve: c.approveCommand(sc.Name)}
-		if prev != nil {
-			changes, err := pin.Diff(prev.Definition, def)
-			if err != nil {
-				return nil, nil, err
-			}
-			r.Status, r.Changes = "changed", fieldChanges(changes)
-		}
-		reviews = append(reviews, r)
-	}
-	return start, reviews, nil
+		return "", nil, false
+	})
 }
 
 // approveTablesIntoLock records, for each named server, its table and its

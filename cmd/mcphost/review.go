@@ -122,6 +122,16 @@ func (c *cli) reviewTables(ctx context.Context, servers []mcphost.ServerConfig) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s lies in %s, where servers can write, so its server tables start only as reviewed, and the reviews cannot be read: %w", c.config, writable, err)
 	}
+	return c.sortTables(servers, config, writable, func(server string) (string, json.RawMessage, bool) {
+		prev, ok := st.Tables[pin.TableKey(config, server)]
+		return prev.Digest, prev.Definition, ok
+	})
+}
+
+// sortTables splits servers into those whose table is as reviewed, to
+// start, and reviews of the others; reviewed returns a server's reviewed
+// table (its digest and definition), and false if it has none.
+func (c *cli) sortTables(servers []mcphost.ServerConfig, config, writable string, reviewed func(server string) (digest string, def json.RawMessage, ok bool)) ([]mcphost.ServerConfig, []tableReview, error) {
 	var start []mcphost.ServerConfig
 	var reviews []tableReview
 	for _, sc := range servers {
@@ -133,19 +143,18 @@ func (c *cli) reviewTables(ctx context.Context, servers []mcphost.ServerConfig) 
 		if err != nil {
 			return nil, nil, err
 		}
-		prev, ok := st.Tables[pin.TableKey(config, sc.Name)]
-		if ok && prev.Digest == d {
+		prevDigest, prevDef, ok := reviewed(sc.Name)
+		if ok && prevDigest == d {
 			start = append(start, sc)
 			continue
 		}
 		r := tableReview{Server: sc.Name, Config: config, Writable: writable, Status: "new", Definition: def, Approve: c.approveCommand(sc.Name)}
 		if ok {
-			r.Status = "changed"
-			changes, err := pin.Diff(prev.Definition, def)
+			changes, err := pin.Diff(prevDef, def)
 			if err != nil {
 				return nil, nil, err
 			}
-			r.Changes = fieldChanges(changes)
+			r.Status, r.Changes = "changed", fieldChanges(changes)
 		}
 		reviews = append(reviews, r)
 	}
