@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/zeebo/blake3"
 )
@@ -274,7 +273,7 @@ func (l *Lock) marshal() ([]byte, error) {
 	if err := enc.Encode(out); err != nil {
 		return nil, err
 	}
-	return escapeInvisible(buf.Bytes()), nil
+	return EscapeJSON(buf.Bytes()), nil
 }
 
 func canonicalEntry(e LockEntry) (LockEntry, error) {
@@ -283,40 +282,6 @@ func canonicalEntry(e LockEntry) (LockEntry, error) {
 		return LockEntry{}, err
 	}
 	return LockEntry{Digest: e.Digest, Definition: c}, nil
-}
-
-// escapeInvisible rewrites every code point Escaped reports (except the
-// line breaks and tabs of the indentation) as a JSON \u escape. Such code
-// points occur only inside strings, where the escape means the same.
-func escapeInvisible(b []byte) []byte {
-	var out []byte
-	for i := 0; i < len(b); {
-		r, size := rune(b[i]), 1
-		if r >= utf8.RuneSelf {
-			r, size = utf8.DecodeRune(b[i:])
-		}
-		if r == '\n' || r == '\t' || !Escaped(r) {
-			if out != nil {
-				out = append(out, b[i:i+size]...)
-			}
-			i += size
-			continue
-		}
-		if out == nil {
-			out = append(make([]byte, 0, len(b)+64), b[:i]...)
-		}
-		if r > 0xffff {
-			r -= 0x10000
-			out = fmt.Appendf(out, `\u%04x\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
-		} else {
-			out = fmt.Appendf(out, `\u%04x`, r)
-		}
-		i += size
-	}
-	if out == nil {
-		return b
-	}
-	return out
 }
 
 // LockStore is a lock file at Path. Create it as &LockStore{Path: p}. Its

@@ -131,3 +131,46 @@ func Escaped(r rune) bool {
 	}
 	return invisible(r)
 }
+
+// EscapeJSON rewrites every code point of b that Escaped reports, other
+// than the tab, newline and carriage return of JSON's own white space, as
+// a \uXXXX escape (a surrogate pair above U+FFFF), so that JSON text shown
+// to a person, or kept in a file a person reviews, hides nothing and
+// drives no terminal. b must be encoding/json's output (valid UTF-8, every
+// other control character already escaped, such code points only inside
+// strings, where the escape means the same code point). It returns b
+// itself when nothing needs an escape.
+func EscapeJSON(b []byte) []byte {
+	var out []byte
+	for i := 0; i < len(b); {
+		r, size := rune(b[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRune(b[i:])
+		}
+		if r == '\t' || r == '\n' || r == '\r' || !Escaped(r) {
+			if out != nil {
+				out = append(out, b[i:i+size]...)
+			}
+			i += size
+			continue
+		}
+		if out == nil {
+			out = append(make([]byte, 0, len(b)+64), b[:i]...)
+		}
+		if r > 0xffff {
+			r -= 0x10000
+			out = appendEscapeU(appendEscapeU(out, 0xd800+(r>>10)), 0xdc00+(r&0x3ff))
+		} else {
+			out = appendEscapeU(out, r)
+		}
+		i += size
+	}
+	if out == nil {
+		return b
+	}
+	return out
+}
+
+func appendEscapeU(b []byte, r rune) []byte {
+	return append(b, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+}

@@ -207,16 +207,16 @@ func TestJSONPipedStaysValid(t *testing.T) {
 func TestSafeJSON(t *testing.T) {
 	in := "a\u007f\u0085\u009b\u00a0\u061c\u200b\u200e\u202a\u202e\u2066\u2069\ufeff\U000e0041\U0010fffd z\u00e9"
 	b, _ := json.Marshal(map[string]string{"s": in})
-	safe := safeJSON(b)
+	safe := pin.EscapeJSON(b)
 	if err := terminalSafe(string(safe)); err != nil {
-		t.Errorf("safeJSON left %v in %s", err, safe)
+		t.Errorf("EscapeJSON left %v in %s", err, safe)
 	}
 	var back map[string]string
 	if err := json.Unmarshal(safe, &back); err != nil || back["s"] != in {
 		t.Errorf("round trip: %v %q; want %q", err, back["s"], in)
 	}
 	if !bytes.Contains(safe, []byte(`\u009b`)) || !bytes.Contains(safe, []byte(`\udb40\udc41`)) || !bytes.Contains(safe, []byte("z\u00e9")) {
-		t.Errorf("safeJSON: %s", safe)
+		t.Errorf("EscapeJSON: %s", safe)
 	}
 }
 
@@ -231,14 +231,14 @@ func FuzzSafeJSON(f *testing.F) {
 		if err != nil {
 			t.Skip()
 		}
-		safe := safeJSON(b)
+		safe := pin.EscapeJSON(b)
 		if err := terminalSafe(string(safe)); err != nil {
-			t.Fatalf("safeJSON(%q) left %v", b, err)
+			t.Fatalf("pin.EscapeJSON(%q) left %v", b, err)
 		}
 		var want, got map[string]string
 		json.Unmarshal(b, &want)
 		if err := json.Unmarshal(safe, &got); err != nil || !maps.Equal(got, want) {
-			t.Fatalf("safeJSON(%q) = %q: %v, decodes to %q; want %q", b, safe, err, got, want)
+			t.Fatalf("pin.EscapeJSON(%q) = %q: %v, decodes to %q; want %q", b, safe, err, got, want)
 		}
 	})
 }
