@@ -69,20 +69,8 @@ func launchOff(cfg Config, hostEnv []string, worktree, tmp string) (*Process, er
 		return nil, fmt.Errorf("sandbox: server %q: finding its program: %w", name, err)
 	}
 	var childEnds, hostEnds []*os.File
-	closeAll := func(fs []*os.File) {
-		for _, f := range fs {
-			f.Close()
-		}
-	}
-	pipe := func() (r, w *os.File) {
-		if err != nil {
-			return nil, nil
-		}
-		r, w, err = os.Pipe()
-		return r, w
-	}
-	stdinR, stdinW := pipe()
-	stdoutR, stdoutW := pipe()
+	stdinR, stdinW := pipeUnlessFailed(&err)
+	stdoutR, stdoutW := pipeUnlessFailed(&err)
 	childEnds = append(childEnds, stdinR, stdoutW)
 	hostEnds = append(hostEnds, stdinW, stdoutR)
 	var stderrR, stderrW *os.File
@@ -92,14 +80,14 @@ func launchOff(cfg Config, hostEnv []string, worktree, tmp string) (*Process, er
 		case *os.File:
 			stderrW = w // the caller's: not ours to close; nil means none
 		default:
-			stderrR, stderrW = pipe()
+			stderrR, stderrW = pipeUnlessFailed(&err)
 			childEnds = append(childEnds, stderrW)
 			hostEnds = append(hostEnds, stderrR)
 		}
 	}
 	if err != nil {
-		closeAll(childEnds)
-		closeAll(hostEnds)
+		closeFiles(childEnds)
+		closeFiles(hostEnds)
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
 	cmd := &exec.Cmd{
@@ -117,22 +105,22 @@ func launchOff(cfg Config, hostEnv []string, worktree, tmp string) (*Process, er
 	}
 	tr := newTree()
 	if err := tr.prepare(cmd); err != nil {
-		closeAll(childEnds)
-		closeAll(hostEnds)
+		closeFiles(childEnds)
+		closeFiles(hostEnds)
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
 	if err := cmd.Start(); err != nil {
 		tr.release()
-		closeAll(childEnds)
-		closeAll(hostEnds)
+		closeFiles(childEnds)
+		closeFiles(hostEnds)
 		return nil, fmt.Errorf("sandbox: server %q: starting its program: %w", name, err)
 	}
-	closeAll(childEnds)
+	closeFiles(childEnds)
 	if err := tr.attach(cmd.Process); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		tr.release()
-		closeAll(hostEnds)
+		closeFiles(hostEnds)
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
 	p := &Process{
@@ -176,3 +164,21 @@ func launchOff(cfg Config, hostEnv []string, worktree, tmp string) (*Process, er
 // errTreeSurvived is wrapped when processes of a server's tree were still
 // there after the tree was killed.
 var errTreeSurvived = errors.New("processes of the server survived the kill of its process tree")
+
+// closeFiles closes each of fs (a nil one is skipped).
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// pipeUnlessFailed makes a pipe for a starting child, unless *err already
+// says an earlier step failed; a failure is left in *err. It lets a start
+// make its pipes in a row and check once.
+func pipeUnlessFailed(err *error) (r, w *os.File) {
+	if *err != nil {
+		return nil, nil
+	}
+	r, w, *err = os.Pipe()
+	return r, w
+}

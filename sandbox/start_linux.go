@@ -766,22 +766,10 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	// Descriptors for the child (closed here once it has them) and for
 	// the host.
 	var childEnds, hostEnds []*os.File
-	closeAll := func(fs []*os.File) {
-		for _, f := range fs {
-			f.Close()
-		}
-	}
-	pipe := func() (r, w *os.File) {
-		if err != nil {
-			return nil, nil
-		}
-		r, w, err = os.Pipe()
-		return r, w
-	}
-	specR, specW := pipe()
-	repR, repW := pipe()
-	stdinR, stdinW := pipe()
-	stdoutR, stdoutW := pipe()
+	specR, specW := pipeUnlessFailed(&err)
+	repR, repW := pipeUnlessFailed(&err)
+	stdinR, stdinW := pipeUnlessFailed(&err)
+	stdoutR, stdoutW := pipeUnlessFailed(&err)
 	childEnds = append(childEnds, specR, repW, stdinR, stdoutW)
 	hostEnds = append(hostEnds, specW, repR, stdinW, stdoutR)
 	var stderrW, stderrR *os.File
@@ -798,7 +786,7 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			}
 			stderrW = w // the caller's: not ours to close
 		default:
-			stderrR, stderrW = pipe()
+			stderrR, stderrW = pipeUnlessFailed(&err)
 			childEnds = append(childEnds, stderrW)
 			hostEnds = append(hostEnds, stderrR)
 		}
@@ -814,8 +802,8 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 		}
 	}
 	if err != nil {
-		closeAll(childEnds)
-		closeAll(hostEnds)
+		closeFiles(childEnds)
+		closeFiles(hostEnds)
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
 
@@ -895,11 +883,11 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	started := make(chan error, 1)
 	go p.run(newCmd, path, started)
 	if err := <-started; err != nil {
-		closeAll(childEnds)
-		closeAll(hostEnds)
+		closeFiles(childEnds)
+		closeFiles(hostEnds)
 		return nil, startError(name, sp, userNS, err)
 	}
-	closeAll(childEnds)
+	closeFiles(childEnds)
 	if stderrR != nil {
 		p.stderrDone = make(chan struct{})
 		go func() {
