@@ -86,9 +86,13 @@ func TestEncodeSize(t *testing.T) {
 	if cap(got) != len(got) {
 		t.Errorf("encode(%s): %d bytes in %d", got, len(got), cap(got))
 	}
-	var x any
+	var x map[string]any
 	if err := json.Unmarshal(got, &x); err != nil {
 		t.Errorf("encode wrote %s: %v", got, err)
+	}
+	want := map[string]any{"a\n\x01\"\\\t\r": "\t\\x\x02\x1f", "b": []any{nil, true, false, 1e3}, "c": []any{}, "d": map[string]any{}}
+	if !reflect.DeepEqual(x, want) {
+		t.Errorf("encode wrote %s, which reads as %#v", got, x)
 	}
 }
 

@@ -146,6 +146,12 @@ func checkParse(t *testing.T, data []byte) {
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("Parse(%.60q) is written back as %.60q, another value", data, enc)
 	}
+	// AppendMinimal writes every string and name from its decoded form, so
+	// this checks Str and Name, which the literals above do not.
+	minimal := AppendMinimal(nil, v)
+	if m, err := decodeNumbers(minimal); err != nil || !reflect.DeepEqual(a, m) {
+		t.Fatalf("AppendMinimal(Parse(%.60q)) = %.60q (%v), another value", data, minimal, err)
+	}
 	checkRaw(t, data, v)
 }
 
@@ -361,6 +367,15 @@ func TestParserReuse(t *testing.T) {
 	if got := string(Append(nil, kept)); got != texts[0] {
 		t.Errorf("a tree from Parse changed to %q", got)
 	}
+	// And it does build over that memory: a warm Parser allocates less
+	// for a text than a fresh one.
+	text := []byte(texts[1])
+	p.Parse(text, 8)
+	warm := allocated(func() { p.Parse(text, 8) })
+	fresh := allocated(func() { Parse(text, 8) })
+	if warm*2 > fresh {
+		t.Errorf("a warm Parser allocated %d bytes for a text, a fresh one %d", warm, fresh)
+	}
 }
 
 // TestEdit: Set, Del, Members and Elements, and Append of a changed tree,
@@ -377,6 +392,23 @@ func TestEdit(t *testing.T) {
 	a.Set("y", &Value{Kind: Bool, Bool: true})
 	if got, want := string(Append(nil, v)), `{"a":{"y":true,"new\n":"tab\there"},"b":{"z":3}}`; got != want {
 		t.Errorf("changed tree written as %s, want %s", got, want)
+	}
+	// Appending to an object the parser made never writes over the
+	// members of the next one, and Del leaves a tree that shares the
+	// members as it was.
+	v2, err := Parse([]byte(`{"a":{"x":1,"y":2},"b":{"z":3,"q":4}}`), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2 := v2.Get("a")
+	a2.Set("w", &Value{Kind: Null})
+	if got := string(Append(nil, v2.Get("b"))); got != `{"z":3,"q":4}` {
+		t.Errorf("Set on one object changed the next to %s", got)
+	}
+	shared := *v2.Get("b")
+	v2.Get("b").Del("z")
+	if len(shared.Obj) != 2 || shared.Obj[0].Name != "z" || shared.Obj[1].Name != "q" || len(v2.Get("b").Obj) != 1 {
+		t.Errorf("Del wrote into shared members: %v", shared.Obj)
 	}
 	if len(b.Members()) != 1 || v.Get("nope").Members() != nil || v.Elements() != nil || v.Has("c") || !v.Has("a") {
 		t.Errorf("Members/Elements/Has: %v %v %v", b.Members(), v.Get("nope").Members(), v.Elements())
