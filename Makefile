@@ -22,7 +22,7 @@ FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars
 	./schema:FuzzClose ./schema:FuzzFromModel ./internal/jsontree:FuzzParse \
 	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff ./pin:FuzzParseLock \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
-	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid ./sandbox:FuzzParseStat \
+	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid ./sandbox:FuzzParseStat ./sandbox:FuzzParseOwner \
 	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./internal/egress:FuzzParseGrant \
 	./openai:FuzzResult ./openai:FuzzFunctionOutput ./anthropic:FuzzResult ./anthropic:FuzzCount \
 	./internal/toolresult:FuzzRender ./cmd/mcphost:FuzzSafeJSON

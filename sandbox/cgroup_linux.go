@@ -3,6 +3,8 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -10,7 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cgroupRoot is where cgroup file systems are mounted.
@@ -22,43 +25,41 @@ const cgroupRoot = "/sys/fs/cgroup"
 type cgroup struct {
 	dirs    []string // the directories the helper joins (cgroup.procs)
 	memDir  string   // where the memory controller's files are
+	pidsDir string   // where the pids controller's files are
 	version int      // 1 or 2
+	limits  Limits   // what it was made with, for hits
 }
 
 // newCgroup makes a cgroup for server name under the host process's own,
 // with limits l, or reports why it cannot (then rlimits stand in). Only a
 // root host tries: an ordinary user rarely has a delegated cgroup tree in
 // which it may enable controllers.
+//
+// A host that is killed cannot remove its cgroups, so first it removes
+// those a host that is gone left beside where it makes its own (see
+// sweepCgroups).
 func newCgroup(name string, l Limits) (*cgroup, error) {
-	own, err := os.ReadFile("/proc/self/cgroup")
+	v1, v2, err := ownCgroups()
 	if err != nil {
 		return nil, err
 	}
-	v1 := map[string]string{}
-	var v2 string
-	sc := bufio.NewScanner(bytes.NewReader(own))
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			v2 = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			v1[c] = parts[2]
-		}
+	owner, err := selfOwner()
+	if err != nil {
+		return nil, err
 	}
-	leaf := "mcphost-" + tempPrefix(name) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	var r [8]byte
+	rand.Read(r[:])
+	leaf := "mcphost-" + tempPrefix(name) + "-" + strconv.FormatUint(binary.LittleEndian.Uint64(r[:]), 36) + owner.suffix()
 	if pidsPath, ok := v1["pids"]; ok {
 		memPath, ok := v1["memory"]
 		if !ok {
 			return nil, errors.New("cgroup v1 without the memory controller")
 		}
+		sweepCgroups(filepath.Join(cgroupRoot, "pids", pidsPath), owner.ns)
+		sweepCgroups(filepath.Join(cgroupRoot, "memory", memPath), owner.ns)
 		pids := filepath.Join(cgroupRoot, "pids", pidsPath, leaf)
 		mem := filepath.Join(cgroupRoot, "memory", memPath, leaf)
-		cg := &cgroup{dirs: []string{pids, mem}, memDir: mem, version: 1}
+		cg := &cgroup{dirs: []string{pids, mem}, memDir: mem, pidsDir: pids, version: 1, limits: l}
 		// memsw (memory and swap) may not be set below memory, so it goes
 		// second.
 		if err := cg.make([][2]string{
@@ -81,8 +82,9 @@ func newCgroup(name string, l Limits) (*cgroup, error) {
 	if f := strings.Fields(string(ctl)); !slices.Contains(f, "pids") || !slices.Contains(f, "memory") {
 		return nil, fmt.Errorf("cgroup %s does not delegate the pids and memory controllers", parent)
 	}
+	sweepCgroups(parent, owner.ns)
 	dir := filepath.Join(parent, leaf)
-	cg := &cgroup{dirs: []string{dir}, memDir: dir, version: 2}
+	cg := &cgroup{dirs: []string{dir}, memDir: dir, pidsDir: dir, version: 2, limits: l}
 	if err := cg.make([][2]string{
 		{filepath.Join(dir, "pids.max"), strconv.Itoa(l.Processes)},
 		{filepath.Join(dir, "memory.max"), strconv.FormatInt(l.Memory, 10)},
@@ -91,6 +93,129 @@ func newCgroup(name string, l Limits) (*cgroup, error) {
 		return nil, err
 	}
 	return cg, nil
+}
+
+// ownCgroups reads the host process's own cgroups: v1 maps each v1
+// controller to its path, v2 is the path in the unified hierarchy ("" if
+// none).
+func ownCgroups() (v1 map[string]string, v2 string, err error) {
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, "", err
+	}
+	v1 = map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(own))
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			v2 = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			v1[c] = parts[2]
+		}
+	}
+	return v1, v2, nil
+}
+
+// cgroupOwner names the host process that made a cgroup: its PID
+// namespace (the inode of /proc/self/ns/pid), its PID there, and its start
+// time (clock ticks since boot, which tells a reused PID apart). It is
+// written at the end of the cgroup's name, after the first '.', which no
+// other part of the name holds.
+type cgroupOwner struct {
+	ns    uint64
+	pid   int
+	start uint64
+}
+
+func (o cgroupOwner) suffix() string {
+	return fmt.Sprintf(".%d.%d.%d", o.ns, o.pid, o.start)
+}
+
+// selfOwner is the host process as a cgroupOwner.
+func selfOwner() (cgroupOwner, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return cgroupOwner{}, fmt.Errorf("reading the PID namespace: %w", err)
+	}
+	pid := os.Getpid()
+	start, err := startTime(pid)
+	if err != nil {
+		return cgroupOwner{}, err
+	}
+	return cgroupOwner{ns: st.Ino, pid: pid, start: start}, nil
+}
+
+// startTime reads when process pid started (parseStat).
+func startTime(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	st, err := parseStat(b)
+	return st.start, err
+}
+
+// parseOwner reads the owner at the end of a cgroup name this package
+// made; ok is false for any other name.
+func parseOwner(name string) (o cgroupOwner, ok bool) {
+	if !strings.HasPrefix(name, "mcphost-") {
+		return o, false
+	}
+	_, rest, found := strings.Cut(name, ".")
+	if !found {
+		return o, false
+	}
+	f := strings.Split(rest, ".")
+	if len(f) != 3 {
+		return o, false
+	}
+	var err1, err2, err3 error
+	o.ns, err1 = strconv.ParseUint(f[0], 10, 64)
+	o.pid, err2 = strconv.Atoi(f[1])
+	o.start, err3 = strconv.ParseUint(f[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || o.pid <= 0 {
+		return o, false
+	}
+	return o, true
+}
+
+// gone reports whether the host process o is no longer running. It can
+// tell only for a host in PID namespace ns: of another, a PID means
+// nothing here, and it says false.
+func (o cgroupOwner) gone(ns uint64) bool {
+	if o.ns != ns {
+		return false
+	}
+	start, err := startTime(o.pid)
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	return start != o.start
+}
+
+// sweepCgroups removes, from parent, the cgroups this package made for a
+// host process of PID namespace ns that is gone (killed before it could
+// remove them). A cgroup that still holds a process is not removed (the
+// kernel refuses), nor is one whose host runs in another PID namespace.
+// It reports nothing: what it cannot remove stays as it was.
+func sweepCgroups(parent string, ns uint64) {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if o, ok := parseOwner(e.Name()); ok && o.gone(ns) {
+			os.Remove(filepath.Join(parent, e.Name()))
+		}
+	}
 }
 
 // make creates the directories and writes the limit files, file and value,
@@ -114,23 +239,43 @@ func (cg *cgroup) make(files [][2]string, optional string) error {
 	return nil
 }
 
-// oomKilled reports whether the memory limit made the kernel kill a
-// process of the server.
-func (cg *cgroup) oomKilled() bool {
-	name := "memory.events"
+// hits says which limits the kernel enforced on the server, for its exit
+// status: that it killed a process at the memory limit, that it refused
+// new processes or threads at the process limit (a Go or Node server that
+// cannot start a thread dies of it). It is "" when neither happened.
+func (cg *cgroup) hits() string {
+	var hits []string
+	oom := "memory.events"
 	if cg.version == 1 {
-		name = "memory.oom_control"
+		oom = "memory.oom_control"
 	}
-	b, err := os.ReadFile(filepath.Join(cg.memDir, name))
+	if n := eventCount(filepath.Join(cg.memDir, oom), "oom_kill"); n > 0 {
+		hits = append(hits, fmt.Sprintf("the kernel killed a process at the server's memory limit, %s: max_memory", formatBytes(cg.limits.Memory)))
+	}
+	if n := eventCount(filepath.Join(cg.pidsDir, "pids.events"), "max"); n > 0 {
+		what := fmt.Sprintf("%d new processes or threads", n)
+		if n == 1 {
+			what = "a new process or thread"
+		}
+		hits = append(hits, fmt.Sprintf("the kernel refused %s at the server's process limit, %d: max_processes", what, cg.limits.Processes))
+	}
+	return strings.Join(hits, "; ")
+}
+
+// eventCount reads the count of key from a cgroup events file (lines of
+// "key count"); 0 if the file or key is missing.
+func eventCount(file, key string) int64 {
+	b, err := os.ReadFile(file)
 	if err != nil {
-		return false
+		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && k == "oom_kill" && strings.TrimSpace(v) != "0" {
-			return true
+		if k, v, ok := strings.Cut(line, " "); ok && k == key {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
 		}
 	}
-	return false
+	return 0
 }
 
 // remove removes the cgroups, which must be empty: the helper and every

@@ -182,7 +182,10 @@
 // makes each server a cgroup of its own (v2, or v1's pids and memory
 // controllers) that the helper joins before it starts the server; the
 // kernel's OOM killer ends what goes past the memory limit, and ExitStatus
-// says so. Elsewhere RLIMIT_NPROC, which in the server's own user namespace
+// says so, as it says how many forks and threads the process limit
+// refused. Cgroups a killed host could not remove are removed by the next
+// start beside them (a cgroup's name says which host process made it).
+// Elsewhere RLIMIT_NPROC, which in the server's own user namespace
 // counts only its processes, and RLIMIT_DATA, per process, stand in. TMPDIR
 // and /dev/shm are each a tmpfs of the Tmp size (ENOSPC past it).
 // Process.Limits says which applies.

@@ -9,11 +9,12 @@ package sandbox
 //   - Processes: a cgroup's pids.max where the host can make a cgroup (a
 //     root host, with the pids controller mounted), else RLIMIT_NPROC, which
 //     in the server's own user namespace counts only its processes. Past
-//     it, fork and clone fail with EAGAIN.
+//     it, fork and clone fail with EAGAIN (with a cgroup, Process.ExitStatus
+//     then says how many the kernel refused).
 //   - Memory: a cgroup's memory limit (RAM of every process of the server
 //     together, its tmpfs pages included) where the host can make one; the
-//     kernel's OOM killer then ends the server, and Process.LimitHit names
-//     the limit. Else RLIMIT_DATA, which bounds each process's data
+//     kernel's OOM killer then ends the server, and Process.ExitStatus
+//     names the limit. Else RLIMIT_DATA, which bounds each process's data
 //     (private writable memory) on its own: allocations past it fail, but
 //     shared memory (a memfd, MAP_SHARED, the tmpfs mounts) is not
 //     bounded.

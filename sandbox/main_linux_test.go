@@ -152,6 +152,7 @@ type op struct {
 	args   []string
 	ok     bool
 	errnos []string // when failing: one of these, if any are given
+	errHas string   // when failing: what the error must say, if given
 }
 
 // check runs ops, each as a subtest.
@@ -167,6 +168,8 @@ func (s *session) check(t *testing.T, ops []op) {
 				t.Errorf("%s %q succeeded (output %q), want failure", o.op, o.args, r.Out)
 			case !o.ok && len(o.errnos) > 0 && !contains(o.errnos, r.Errno):
 				t.Errorf("%s %q failed with %s (%s), want one of %v", o.op, o.args, r.Errno, r.Err, o.errnos)
+			case !o.ok && !strings.Contains(r.Err, o.errHas):
+				t.Errorf("%s %q failed with %q, want an error saying %q", o.op, o.args, r.Err, o.errHas)
 			}
 		})
 	}

@@ -164,11 +164,10 @@ type Process struct {
 	reduced bool     // confined in the reduced tier: no namespaces
 	lacks   []string // what the reduced tier lacks, for Lacks()
 	// removeCgroup removes the server's cgroup once it is empty, and
-	// memoryHit reports whether its memory limit made the kernel kill a
-	// process of the server; both nil without a cgroup.
+	// limitHits says which of its limits the kernel enforced on the
+	// server (cgroup.hits); both nil without a cgroup.
 	removeCgroup func() error
-	memoryHit    func() bool
-	memoryLimit  int64
+	limitHits    func() string
 
 	// endTree, outside Linux, kills the server's process tree (its
 	// session and process group, or its job object) and waits for it;
@@ -401,8 +400,10 @@ func (p *Process) finish(status string) {
 		if p.reported != "" {
 			status = p.reported
 		}
-		if p.memoryHit != nil && p.memoryHit() {
-			status += fmt.Sprintf(" (the kernel killed a process at the server's memory limit, %s: max_memory)", formatBytes(p.memoryLimit))
+		if p.limitHits != nil {
+			if hits := p.limitHits(); hits != "" {
+				status += " (" + hits + ")"
+			}
 		}
 		p.exitStatus = status
 		p.mu.Unlock()

@@ -577,11 +577,21 @@ func TestLimits(t *testing.T) {
 		t.Error("Limits() says nothing")
 	}
 	tmp := s.p.TempDir()
+	// A child past the memory limit: with a cgroup the kernel kills it;
+	// with RLIMIT_DATA its allocations fail and Go's runtime gives up.
+	childEnd := "exit status 2: fatal error: runtime: "
+	if dropsRoot() {
+		childEnd = "signal: killed"
+	}
 	s.check(t, []op{
+		// The fixture ends the children it started, so the steps below
+		// have the slots again (a full table would fail them for that).
 		{name: "fork past the process limit", op: "spawn", args: []string{"100"}, errnos: []string{"EAGAIN"}},
+		{name: "the slots are free again", op: "spawn", args: []string{"8"}, ok: true},
 		{name: "fill TMPDIR past its size", op: "fill", args: []string{filepath.Join(tmp, "big"), "64"}, errnos: []string{"ENOSPC"}},
 		{name: "fill /dev/shm past its size", op: "fill", args: []string{"/dev/shm/big", "64"}, errnos: []string{"ENOSPC"}},
-		{name: "a child allocating past the memory limit", op: "exec", args: []string{hostilePath(), "alloc", "400"}},
+		{name: "a child allocating past the memory limit", op: "exec", args: []string{hostilePath(), "alloc", "400"}, errHas: childEnd},
+		{name: "a child allocating within it", op: "exec", args: []string{hostilePath(), "alloc", "16"}, ok: true},
 		{name: "the server still answers", op: "echo", args: []string{"hi"}, ok: true},
 	})
 	if !dropsRoot() {
@@ -597,8 +607,14 @@ func TestLimits(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the server holds 400 MiB under a 96 MiB limit")
 	}
-	if st := s.p.ExitStatus(); !strings.Contains(st, "memory limit, 96MiB: max_memory") {
+	st := s.p.ExitStatus()
+	t.Logf("exit status: %s", st)
+	if !strings.Contains(st, "memory limit, 96MiB: max_memory") {
 		t.Errorf("exit status %q does not name the memory limit", st)
+	}
+	// The fork past 32 above was refused, and the status says so too.
+	if !strings.Contains(st, "at the server's process limit, 32: max_processes") {
+		t.Errorf("exit status %q does not name the process limit", st)
 	}
 }
 
@@ -899,8 +915,46 @@ func TestHostDeath(t *testing.T) {
 			}
 			host.Wait()
 			waitStill(t, beat)
+			if !off && dropsRoot() {
+				// The dead host could not remove its server's cgroups:
+				// the next start does.
+				left := hostCgroups(t, host.Process.Pid)
+				if len(left) == 0 {
+					t.Fatal("the killed host left no cgroup: this test no longer sees the leak it covers")
+				}
+				startHostile(t, Config{Worktree: t.TempDir()})
+				for _, d := range left {
+					if _, err := os.Stat(d); err == nil {
+						t.Errorf("the killed host's cgroup %s is still there after the next start", d)
+					}
+				}
+			}
 		})
 	}
+}
+
+// hostCgroups lists the cgroups this package made for the host process
+// pid, beside this process's own.
+func hostCgroups(t *testing.T, pid int) []string {
+	t.Helper()
+	v1, v2, err := ownCgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parents := []string{filepath.Join(cgroupRoot, v2)}
+	if v1["pids"] != "" {
+		parents = []string{filepath.Join(cgroupRoot, "pids", v1["pids"]), filepath.Join(cgroupRoot, "memory", v1["memory"])}
+	}
+	var dirs []string
+	for _, parent := range parents {
+		ents, _ := os.ReadDir(parent)
+		for _, e := range ents {
+			if o, ok := parseOwner(e.Name()); ok && o.pid == pid {
+				dirs = append(dirs, filepath.Join(parent, e.Name()))
+			}
+		}
+	}
+	return dirs
 }
 
 // TestExitStatus: how the server ended, after Done.
@@ -1209,8 +1263,12 @@ func TestNonRoot(t *testing.T) {
 		{"op":"readdir","args":["/var"]},
 		{"op":"tcp","args":[%q]},
 		{"op":"write","args":[%q]},
-		{"op":"status"}]`, filepath.Join(wt, "x"), secret, tcp, filepath.Join(home, "h"))
-	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-home", home, "-private-home", privateHome, "-ops", ops)
+		{"op":"exec","args":[%q,"alloc","400"]},
+		{"op":"exec","args":[%q,"alloc","16"]},
+		{"op":"status"}]`, filepath.Join(wt, "x"), secret, tcp, filepath.Join(home, "h"), hostilePath(), hostilePath())
+	// Memory is bounded by RLIMIT_DATA here (no cgroup for an ordinary
+	// user): a child past it fails to allocate, one within it runs.
+	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-home", home, "-private-home", privateHome, "-memory", "96", "-ops", ops)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
 	cmd.Dir = wt
@@ -1224,13 +1282,13 @@ func TestNonRoot(t *testing.T) {
 		t.Fatalf("host fixture as nobody: %v\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 10 || lines[9] != "ready" {
+	if len(lines) != 12 || lines[11] != "ready" {
 		t.Fatalf("host fixture output:\n%s\nstderr: %s", out, stderr.String())
 	}
 	if !strings.Contains(lines[0], "+userns+") {
 		t.Errorf("%s: want a user namespace", lines[0])
 	}
-	want := []bool{true, false, false, false, false, true, true}
+	want := []bool{true, false, false, false, false, true, false, true, true}
 	for i, w := range want {
 		if ok := strings.HasPrefix(lines[i+2], `{"ok":true`); ok != w {
 			t.Errorf("request %d: %s, want ok=%v", i, lines[i+2], w)
@@ -1242,7 +1300,10 @@ func TestNonRoot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "h")); err == nil {
 		t.Error("the server wrote the real home")
 	}
-	status := lines[8]
+	if !strings.Contains(lines[8], "exit status 2: fatal error: runtime: ") || !strings.Contains(lines[8], "memory") {
+		t.Errorf("the child past the memory limit: %s, want Go's allocation failure", lines[8])
+	}
+	status := lines[10]
 	for _, want := range []string{`CapEff:\t0000000000000000`, `CapBnd:\t0000000000000000`, `NoNewPrivs:\t1`, `Uid:\t65534`} {
 		if !strings.Contains(status, want) {
 			t.Errorf("status lacks %s: %s", want, status)
@@ -1656,4 +1717,75 @@ func mustReadDir(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestSweepCgroups: a start removes the cgroups a host that is gone left,
+// and only those: not a live host's, not one of another PID namespace,
+// not one that still holds a process, not a name this package did not
+// make.
+func TestSweepCgroups(t *testing.T) {
+	requireConfinement(t)
+	if !dropsRoot() {
+		t.Skip("only a root host makes cgroups")
+	}
+	v1, v2, err := ownCgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Join(cgroupRoot, v2)
+	if v1["pids"] != "" {
+		parent = filepath.Join(cgroupRoot, "pids", v1["pids"])
+	}
+	self, err := selfOwner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A process that has exited: its PID is free (or someone else's, with
+	// another start time).
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadOwner := cgroupOwner{ns: self.ns, pid: dead.Process.Pid, start: self.start}
+	busy := exec.Command("/bin/sleep", "60")
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { busy.Process.Kill(); busy.Wait() }()
+	tests := []struct {
+		name  string
+		leaf  string
+		fill  bool // put the sleeping process in it
+		stays bool
+	}{
+		{"a gone host's", "mcphost-test-dead" + deadOwner.suffix(), false, false},
+		{"a reused PID's (another start time)", "mcphost-test-reused" + cgroupOwner{self.ns, self.pid, self.start + 1}.suffix(), false, false},
+		{"a live host's", "mcphost-test-live" + self.suffix(), false, true},
+		{"another PID namespace's", "mcphost-test-otherns" + cgroupOwner{self.ns + 1, dead.Process.Pid, 1}.suffix(), false, true},
+		{"one with a process in it", "mcphost-test-busy" + deadOwner.suffix(), true, true},
+		{"an older name, with no owner", "mcphost-test-old", false, true},
+		{"not this package's", "other-test" + deadOwner.suffix(), false, true},
+	}
+	for _, tt := range tests {
+		d := filepath.Join(parent, tt.leaf)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			os.WriteFile(filepath.Join(parent, "cgroup.procs"), []byte(strconv.Itoa(busy.Process.Pid)), 0)
+			os.Remove(d)
+		})
+		if tt.fill {
+			if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(busy.Process.Pid)), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sweepCgroups(parent, self.ns)
+	for _, tt := range tests {
+		_, err := os.Stat(filepath.Join(parent, tt.leaf))
+		if stays := err == nil; stays != tt.stays {
+			t.Errorf("%s cgroup: stays=%v, want %v", tt.name, stays, tt.stays)
+		}
+	}
 }

@@ -158,12 +158,11 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		p.limits = fmt.Sprintf("rlimits: %s data/process; no process or tmp bound", formatBytes(sp.Data))
 	}
 	if cg != nil {
-		// finish reads memoryHit and memoryLimit under p.mu, from a
-		// goroutine launch started: a server that exits at once gets
-		// there before Start returns.
+		// finish reads limitHits under p.mu, from a goroutine launch
+		// started: a server that exits at once gets there before Start
+		// returns.
 		p.mu.Lock()
-		p.removeCgroup, p.memoryHit = cg.remove, cg.oomKilled
-		p.memoryLimit = cfg.Limits.withDefaults().Memory
+		p.removeCgroup, p.limitHits = cg.remove, cg.hits
 		p.mu.Unlock()
 	}
 	p.tempDir = tmp

@@ -677,3 +677,47 @@ func TestProtectHardLinks(t *testing.T) {
 		}
 	}
 }
+
+func TestParseOwner(t *testing.T) {
+	tests := []struct {
+		name string
+		want cgroupOwner
+		ok   bool
+	}{
+		{"mcphost-git-1u80ehzt8i2i1.4026531836.4379.2090656", cgroupOwner{4026531836, 4379, 2090656}, true},
+		{"mcphost-a-b_c-x.1.2.3", cgroupOwner{1, 2, 3}, true},
+		{"mcphost-git-dn9tu1ms8hhh", cgroupOwner{}, false}, // before owners were named
+		{"mcphost-git-x.1.2", cgroupOwner{}, false},
+		{"mcphost-git-x.1.2.3.4", cgroupOwner{}, false},
+		{"mcphost-git-x.1.0.3", cgroupOwner{}, false},
+		{"mcphost-git-x.1.-2.3", cgroupOwner{}, false},
+		{"mcphost-git-x.a.2.3", cgroupOwner{}, false},
+		{"other-x.1.2.3", cgroupOwner{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseOwner(tt.name)
+		if ok != tt.ok || (ok && got != tt.want) {
+			t.Errorf("parseOwner(%q) = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func FuzzParseOwner(f *testing.F) {
+	f.Add("mcphost-git-1u80ehzt8i2i1.4026531836.4379.2090656", "srv", uint64(1), 2, uint64(3))
+	f.Add("mcphost-x.1.2", "", uint64(0), 0, uint64(0))
+	f.Fuzz(func(t *testing.T, name, server string, ns uint64, pid int, start uint64) {
+		if o, ok := parseOwner(name); ok && o.pid <= 0 {
+			t.Fatalf("parseOwner(%q) = %+v: a PID that names no process", name, o)
+		}
+		// Whatever the server is called, the owner at the end of the
+		// name newCgroup makes reads back.
+		if pid <= 0 {
+			return
+		}
+		o := cgroupOwner{ns, pid, start}
+		leaf := "mcphost-" + tempPrefix(server) + "-x" + o.suffix()
+		if got, ok := parseOwner(leaf); !ok || got != o {
+			t.Fatalf("parseOwner(%q) = %+v, %v; want %+v", leaf, got, ok, o)
+		}
+	})
+}

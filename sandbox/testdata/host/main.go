@@ -45,6 +45,7 @@ func main() {
 	noUserNS := flag.Int("no-userns", 0, "forbid user namespaces, then become this user")
 	full := flag.Bool("full", false, "require full confinement")
 	protect := flag.String("protect", "", "a path to protect")
+	memory := flag.Int64("memory", 0, "the server's memory limit in MiB (0: the default)")
 	proxyGrants := flag.String("proxy", "", "give the server the network through an egress proxy granting these comma-separated destinations")
 	flag.Parse()
 	if *noUserNS != 0 {
@@ -110,6 +111,7 @@ func main() {
 		Home:        *privateHome,
 		Stderr:      os.Stderr,
 		Proxy:       proxy,
+		Limits:      sandbox.Limits{Memory: *memory << 20},
 	})
 	if err != nil {
 		fatal(err)

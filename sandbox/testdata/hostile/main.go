@@ -9,6 +9,7 @@
 //	hostile daemon FILE     setsid, fork again, and leave a grandchild that
 //	                        appends a line to FILE every 10ms forever
 //	hostile beat FILE       append a line to FILE every 10ms forever
+//	hostile alloc N         allocate and touch N MiB, print how many, exit
 //
 // The request "child FILE [setsid]" leaves a beating child that stays the
 // server's (in a session of its own with "setsid").
@@ -20,6 +21,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -208,6 +210,11 @@ func do(req request) reply {
 		return result("", os.Symlink(a0, a1))
 	case "exec":
 		out, err := exec.Command(a0, req.Args[1:]...).CombinedOutput()
+		if err != nil {
+			// What the program said first is part of why it failed.
+			first, _, _ := bytes.Cut(bytes.TrimSpace(out), []byte("\n"))
+			err = fmt.Errorf("%w: %s", err, first)
+		}
 		return result(string(out), err)
 	case "fds":
 		// The descriptors it inherited: the ones without close-on-exec
@@ -428,14 +435,24 @@ func do(req request) reply {
 		return result("", cmd.Run())
 	case "spawn":
 		// Start up to N sleeping children (one task each); report how
-		// many started and, if any failed, why.
+		// many started and, if any failed, why. Then end them, so that
+		// what follows has the slots again.
 		n, _ := strconv.Atoi(a0)
-		for i := 0; i < n; i++ {
-			if err := exec.Command("/bin/sleep", "60").Start(); err != nil {
-				return fail(fmt.Errorf("after %d children: %w", i, err))
+		var children []*exec.Cmd
+		var err error
+		for i := 0; i < n && err == nil; i++ {
+			c := exec.Command("/bin/sleep", "60")
+			if err = c.Start(); err != nil {
+				err = fmt.Errorf("after %d children: %w", i, err)
+				break
 			}
+			children = append(children, c)
 		}
-		return result(strconv.Itoa(n), nil)
+		for _, c := range children {
+			c.Process.Kill()
+			c.Wait()
+		}
+		return result(strconv.Itoa(len(children)), err)
 	case "fill":
 		// Write N MiB to the file a0.
 		n, _ := strconv.Atoi(a1)
