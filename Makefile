@@ -23,7 +23,7 @@ FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars
 	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff ./pin:FuzzParseLock \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
 	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid ./sandbox:FuzzParseStat ./sandbox:FuzzParseOwner \
-	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./internal/egress:FuzzParseGrant \
+	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./internal/egress:FuzzParseGrant ./internal/bytesize:FuzzParse \
 	./openai:FuzzResult ./openai:FuzzFunctionOutput ./anthropic:FuzzResult ./anthropic:FuzzCount \
 	./internal/toolresult:FuzzRender ./cmd/mcphost:FuzzSafeJSON
 

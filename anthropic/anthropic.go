@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/mcphost/mcphost/internal/strictlimit"
 	"github.com/mcphost/mcphost/internal/toolresult"
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/mcphost/mcphost/schema"
@@ -19,13 +20,13 @@ import (
 // builds such a request; see its documentation.
 const (
 	// MaxStrictTools is the most tools one request may mark strict.
-	MaxStrictTools = 20
+	MaxStrictTools = strictlimit.AnthropicTools
 	// MaxStrictOptional is the most optional properties the strict tools
 	// of one request may have together.
-	MaxStrictOptional = 24
+	MaxStrictOptional = strictlimit.AnthropicOptional
 	// MaxStrictUnions is the most schemas with anyOf or a type list the
 	// strict tools of one request may have together.
-	MaxStrictUnions = 16
+	MaxStrictUnions = strictlimit.AnthropicUnions
 )
 
 // Tool is one entry of a Messages API request's "tools" array

@@ -7,12 +7,12 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/mcphost/mcphost/internal/bytesize"
 	"github.com/mcphost/mcphost/internal/egress"
 	"github.com/mcphost/mcphost/sandbox"
 )
@@ -546,7 +546,12 @@ func (sc *ServerConfig) validate() []keyProblem {
 	}
 	for i, d := range sc.NetworkGrant {
 		if _, err := egress.ParseGrant(d); err != nil {
-			bad("network", "entry %d: %s", i+1, strings.TrimPrefix(err.Error(), egress.ErrBadGrant.Error()+": "))
+			var ge *egress.GrantError
+			if !errors.As(err, &ge) {
+				bad("network", "entry %d: %v", i+1, err)
+				continue
+			}
+			bad("network", "entry %d: %q: %s", i+1, ge.Text, ge.Reason)
 		}
 	}
 	if len(sc.NetworkGrant) > 0 && sc.Network {
@@ -643,28 +648,6 @@ func durationValue(v any, def time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-var sizeUnits = []struct {
-	suffix string
-	mult   int64
-}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1}}
-
-// parseSize reads a byte size such as "256KiB", "1MB" or "4096".
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range sizeUnits {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, errors.New("not a size")
-	}
-	return n * mult, nil
-}
-
 func sizeValue(v any, def int64) (int64, error) {
 	return sizeIn(v, def, 1, maxMaxOutput)
 }
@@ -680,32 +663,16 @@ func sizeIn(v any, def, lo, hi int64) (int64, error) {
 		n = v
 	case string:
 		var err error
-		if n, err = parseSize(v); err != nil {
+		if n, err = bytesize.Parse(v); err != nil {
 			return 0, fmt.Errorf("%q is not a size; write e.g. \"256KiB\", \"1MiB\" or a number of bytes", v)
 		}
 	default:
 		return 0, fmt.Errorf("%v is not a size; write e.g. \"256KiB\"", v)
 	}
 	if n < lo || n > hi {
-		return 0, fmt.Errorf("%d bytes is out of range (%s to %s)", n, sizeWords(lo), sizeWords(hi))
+		return 0, fmt.Errorf("%d bytes is out of range (%s to %s)", n, bytesize.Format(lo), bytesize.Format(hi))
 	}
 	return n, nil
-}
-
-// sizeWords writes n in the largest binary unit that divides it.
-func sizeWords(n int64) string {
-	for _, u := range []struct {
-		size int64
-		name string
-	}{{1 << 40, "TiB"}, {1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-		if n >= u.size && n%u.size == 0 {
-			return strconv.FormatInt(n/u.size, 10) + u.name
-		}
-	}
-	if n == 1 {
-		return "1 byte"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // countValue reads a whole-number key: def when absent, else between lo

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcphost/mcphost/internal/bytesize"
 	"golang.org/x/sys/unix"
 )
 
@@ -250,7 +251,7 @@ func (cg *cgroup) hits() string {
 		oom = "memory.oom_control"
 	}
 	if n := eventCount(filepath.Join(cg.memDir, oom), "oom_kill"); n > 0 {
-		hits = append(hits, fmt.Sprintf("the kernel killed a process at the server's memory limit, %s: max_memory", formatBytes(cg.limits.Memory)))
+		hits = append(hits, fmt.Sprintf("the kernel killed a process at the server's memory limit, %s: max_memory", bytesize.Format(cg.limits.Memory)))
 	}
 	if n := eventCount(filepath.Join(cg.pidsDir, "pids.events"), "max"); n > 0 {
 		what := fmt.Sprintf("%d new processes or threads", n)

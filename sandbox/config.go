@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 )
 
 // invalidConfig wraps err, a problem with the Config of server name.
@@ -80,19 +79,6 @@ func tempPrefix(name string) string {
 		return "server"
 	}
 	return string(b)
-}
-
-// formatBytes writes n in the largest binary unit that divides it.
-func formatBytes(n int64) string {
-	for _, u := range []struct {
-		size int64
-		name string
-	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-		if n >= u.size && n%u.size == 0 {
-			return strconv.FormatInt(n/u.size, 10) + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10) + "B"
 }
 
 // canonicalExisting resolves each absolute path through symbolic links,

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcphost/mcphost/internal/bytesize"
 	"golang.org/x/sys/unix"
 )
 
@@ -155,7 +156,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		}
 		p.reduced = true
 		p.lacks = reducedLacks(abi, sp.Network)
-		p.limits = fmt.Sprintf("rlimits: %s data/process; no process or tmp bound", formatBytes(sp.Data))
+		p.limits = fmt.Sprintf("rlimits: %s data/process; no process or tmp bound", bytesize.Format(sp.Data))
 	}
 	if cg != nil {
 		// finish reads limitHits under p.mu, from a goroutine launch
@@ -281,17 +282,17 @@ func applyLimits(sp *spec, name string, l Limits) (*cgroup, string) {
 		cg, err := newCgroup(name, l)
 		if err == nil {
 			sp.Cgroups = cg.dirs
-			return cg, fmt.Sprintf("cgroup v%d: %d processes, %s memory, %s tmp", cg.version, l.Processes, formatBytes(l.Memory), formatBytes(l.Tmp))
+			return cg, fmt.Sprintf("cgroup v%d: %d processes, %s memory, %s tmp", cg.version, l.Processes, bytesize.Format(l.Memory), bytesize.Format(l.Tmp))
 		}
 		// Without a cgroup, a root host's servers all run as ServerID in
 		// the initial user namespace, where RLIMIT_NPROC would count them
 		// together: only the per-process memory bound applies.
 		sp.Data = l.Memory
-		return nil, fmt.Sprintf("rlimits: %s data/process, %s tmp; no process bound (no cgroup: %v)", formatBytes(l.Memory), formatBytes(l.Tmp), err)
+		return nil, fmt.Sprintf("rlimits: %s data/process, %s tmp; no process bound (no cgroup: %v)", bytesize.Format(l.Memory), bytesize.Format(l.Tmp), err)
 	}
 	sp.NProc = l.Processes
 	sp.Data = l.Memory
-	return nil, fmt.Sprintf("rlimits: %d processes, %s data/process, %s tmp", l.Processes, formatBytes(l.Memory), formatBytes(l.Tmp))
+	return nil, fmt.Sprintf("rlimits: %d processes, %s data/process, %s tmp", l.Processes, bytesize.Format(l.Memory), bytesize.Format(l.Tmp))
 }
 
 // runUnprivileged makes the server of sp run as ServerID, with every

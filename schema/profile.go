@@ -1,12 +1,13 @@
 package schema
 
 import (
-	"github.com/mcphost/mcphost/internal/jsontree"
-
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcphost/mcphost/internal/jsontree"
+	"github.com/mcphost/mcphost/internal/strictlimit"
 )
 
 // Profile names a model provider's strict-decoding subset of JSON Schema.
@@ -141,12 +142,6 @@ const (
 	openAIMaxChars      = 120000
 	openAIBigEnum       = 250   // an enum of more strings than this ...
 	openAIBigEnumChars  = 15000 // ... may hold at most this many characters
-	// anthropicMaxUnions is Anthropic's limit on parameters that use anyOf
-	// or a type list, across the strict tools of one request.
-	anthropicMaxUnions = 16
-	// anthropicMaxOptional is Anthropic's limit on optional properties,
-	// across the strict tools of one request.
-	anthropicMaxOptional = 24
 )
 
 // optionalProperties reports whether profile p's strict mode accepts
@@ -184,8 +179,8 @@ func checkProfile(p Profile, a *doc, v *jsontree.Value) string {
 			c.fail("", "%d characters of property names, enum and const values, more than the %d OpenAI strict mode allows", c.chars, openAIMaxChars)
 		}
 	}
-	if c.prob == nil && p == Anthropic && c.optional > anthropicMaxOptional {
-		c.fail("", "%d optional properties, more than the %d Anthropic strict mode allows in a request", c.optional, anthropicMaxOptional)
+	if c.prob == nil && p == Anthropic && c.optional > strictlimit.AnthropicOptional {
+		c.fail("", "%d optional properties, more than the %d Anthropic strict mode allows in a request", c.optional, strictlimit.AnthropicOptional)
 	}
 	if c.prob == nil {
 		return ""
@@ -264,8 +259,8 @@ func (c *profileCheck) walk(s *jsontree.Value, depth int) {
 // union counts a parameter that uses anyOf or a type list.
 func (c *profileCheck) union(s *jsontree.Value) {
 	c.un++
-	if c.p == Anthropic && c.un > anthropicMaxUnions {
-		c.fail(s.Src, "more than %d parameters use anyOf or a type list, more than Anthropic strict mode allows in a request", anthropicMaxUnions)
+	if c.p == Anthropic && c.un > strictlimit.AnthropicUnions {
+		c.fail(s.Src, "more than %d parameters use anyOf or a type list, more than Anthropic strict mode allows in a request", strictlimit.AnthropicUnions)
 	}
 }
 

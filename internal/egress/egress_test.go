@@ -73,6 +73,8 @@ func TestParseGrant(t *testing.T) {
 			t.Errorf("ParseGrant(%q) = %v, want an error with %q", tt.in, g, tt.err)
 		case tt.err != "" && (!strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrBadGrant)):
 			t.Errorf("ParseGrant(%q) error %q, want one with %q wrapping ErrBadGrant", tt.in, err, tt.err)
+		case tt.err != "" && !isGrantError(err, tt.in, tt.err):
+			t.Errorf("ParseGrant(%q) error %#v, want a *GrantError of that text whose reason has %q", tt.in, err, tt.err)
 		case tt.err == "" && err != nil:
 			t.Errorf("ParseGrant(%q): %v", tt.in, err)
 		case tt.err == "" && g.String() != tt.want:
@@ -509,4 +511,12 @@ func FuzzParseGrant(f *testing.F) {
 			t.Fatalf("New rejects the parsed grant %+v: %v", g, err)
 		}
 	})
+}
+
+// isGrantError reports whether err is a *GrantError for text whose reason
+// holds reason, and says no more than its parts.
+func isGrantError(err error, text, reason string) bool {
+	var ge *GrantError
+	return errors.As(err, &ge) && ge.Text == text && strings.Contains(ge.Reason, reason) &&
+		err.Error() == fmt.Sprintf("%v: %q: %s", ErrBadGrant, ge.Text, ge.Reason)
 }

@@ -8,8 +8,24 @@ import (
 	"strings"
 )
 
-// ErrBadGrant is wrapped by every error of ParseGrant.
+// ErrBadGrant is wrapped by every error of ParseGrant (a *GrantError) and
+// of New.
 var ErrBadGrant = errors.New("egress: bad network grant")
+
+// GrantError is ParseGrant's error: which text, and what is wrong with it,
+// so that a caller can word its own message (the config names its table
+// and key) without taking this one apart.
+type GrantError struct {
+	Text   string // the destination as written
+	Reason string // what is wrong with it ("empty", "port 0 is out of range")
+}
+
+func (e *GrantError) Error() string {
+	return fmt.Sprintf("%v: %q: %s", ErrBadGrant, e.Text, e.Reason)
+}
+
+// Unwrap returns ErrBadGrant.
+func (e *GrantError) Unwrap() error { return ErrBadGrant }
 
 // Grant is one destination a server may reach, parsed from the config by
 // ParseGrant. It is plain, comparable data.
@@ -48,11 +64,11 @@ const (
 // (write an internationalized name in its xn-- form). A wildcard needs at
 // least two labels after "*." so that "*.com" cannot grant a whole top-level
 // domain. A localhost or address grant must name its port: there is no way
-// to grant every port of an address. The error wraps ErrBadGrant and says
-// what is wrong with s.
+// to grant every port of an address. The error is a *GrantError (which
+// wraps ErrBadGrant) that says what is wrong with s.
 func ParseGrant(s string) (Grant, error) {
 	bad := func(format string, args ...any) (Grant, error) {
-		return Grant{}, fmt.Errorf("%w: %q: %s", ErrBadGrant, s, fmt.Sprintf(format, args...))
+		return Grant{}, &GrantError{Text: s, Reason: fmt.Sprintf(format, args...)}
 	}
 	if s == "" {
 		return bad("empty")
