@@ -473,6 +473,18 @@ func do(req request) reply {
 		n, _ := strconv.Atoi(a0)
 		kept = alloc(n)
 		return result(strconv.Itoa(len(kept)), nil)
+	case "ctty":
+		// The device number of its controlling terminal (field 7 of
+		// /proc/self/stat): 0 when it has none.
+		b, err := os.ReadFile("/proc/self/stat")
+		if err != nil {
+			return fail(err)
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 5 {
+			return fail(errors.New("short /proc/self/stat"))
+		}
+		return result(f[4], nil)
 	case "tty":
 		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 		if err == nil {
