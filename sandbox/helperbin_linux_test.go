@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"os/exec"
@@ -250,5 +251,12 @@ func TestEmbeddedHelperSealed(t *testing.T) {
 	}
 	if err == nil {
 		t.Fatal("wrote to the helper program's memory file")
+	}
+	// The seal's refusal, not a wrong path or a closed descriptor.
+	if !errors.Is(err, unix.EPERM) {
+		t.Errorf("writing the helper program's memory file: %v, want EPERM (sealed)", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != helperProgram {
+		t.Errorf("the memory file does not hold the helper program (%d bytes, %v)", len(b), err)
 	}
 }

@@ -213,8 +213,33 @@ func waitGrowing(t *testing.T, p string) {
 	t.Fatalf("%s is not growing: the writer never ran", p)
 }
 
+// stillNow fails unless each file at paths stays as it is now (absent or
+// of its size) for half a second: whatever wrote it, every 10ms, is gone
+// already. It is the check after Close or Done, which promise that.
+func stillNow(t *testing.T, paths ...string) {
+	t.Helper()
+	size := func(p string) int64 {
+		st, err := os.Stat(p)
+		if err != nil {
+			return -1
+		}
+		return st.Size()
+	}
+	before := make([]int64, len(paths))
+	for i, p := range paths {
+		before[i] = size(p)
+	}
+	time.Sleep(500 * time.Millisecond)
+	for i, p := range paths {
+		if now := size(p); now != before[i] {
+			t.Errorf("%s changed after the server was done (%d -> %d bytes): a process outlived it", p, before[i], now)
+		}
+	}
+}
+
 // waitStill waits until the file at p has stopped growing for a while and
-// fails if it has not within 10s.
+// fails if it has not within 10s: for a process that dies at some moment
+// after the check begins (the host's death, seen through a pipe).
 func waitStill(t *testing.T, p string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

@@ -63,8 +63,7 @@ func TestOffTreeEndsAtClose(t *testing.T) {
 	if err := s.p.Close(100 * time.Millisecond); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	waitStill(t, inGroup)
-	waitStill(t, ownSession)
+	stillNow(t, inGroup, ownSession)
 }
 
 // TestOffTreeEndsAtGracefulClose: a server that exits as its stdin closes
@@ -82,7 +81,7 @@ func TestOffTreeEndsAtGracefulClose(t *testing.T) {
 	if got := s.p.ExitStatus(); got != "exit status 0" {
 		t.Errorf("ExitStatus = %q, want exit status 0 (the server exited on its own)", got)
 	}
-	waitStill(t, ownSession)
+	stillNow(t, ownSession)
 }
 
 // TestOffTreeEndsWithServer: when the server exits on its own, what it
@@ -104,7 +103,7 @@ func TestOffTreeEndsWithServer(t *testing.T) {
 	if got := s.p.ExitStatus(); got != "exit status 3" {
 		t.Errorf("ExitStatus = %q, want exit status 3", got)
 	}
-	waitStill(t, inGroup)
+	stillNow(t, inGroup)
 }
 
 // TestOffEnvironment: the host's secrets stay out, TMPDIR is the private
@@ -177,7 +176,9 @@ func TestOffConcurrent(t *testing.T) {
 				return
 			}
 			fmt.Fprintf(p.Stdin(), `{"op":"child","args":[%q,"setsid"]}`+"\n", beats[i])
-			bufio.NewReader(p.Stdout()).ReadString('\n')
+			if reply, _ := bufio.NewReader(p.Stdout()).ReadString('\n'); !strings.HasPrefix(reply, `{"ok":true`) {
+				t.Errorf("child %d: %q", i, reply)
+			}
 			var closers sync.WaitGroup
 			for range 3 {
 				closers.Go(func() {
@@ -190,9 +191,7 @@ func TestOffConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for _, b := range beats {
-		if _, err := os.Stat(b); err == nil {
-			waitStill(t, b)
-		}
-	}
+	// Every Close has returned: a child that began (or begins) to write
+	// would be one that outlived it.
+	stillNow(t, beats...)
 }

@@ -416,7 +416,7 @@ func TestPrivileges(t *testing.T) {
 		}
 	}
 	ops := []op{
-		{name: "a set-user-ID program", op: "suid", args: []string{"/bin/true", filepath.Join(wt, "suid")}, errnos: []string{"EPERM"}},
+		{name: "a set-user-ID program", op: "suid", args: []string{"/bin/true", filepath.Join(wt, "suid")}, errnos: []string{"EPERM"}, errHas: "set-user-ID chmod: "},
 		{name: "a set-group-ID file at creation", op: "create-sgid", args: []string{filepath.Join(wt, "sgid")}, errnos: []string{"EPERM"}},
 		{name: "keyring", op: "keyctl", errnos: []string{"ENOSYS"}},
 		{name: "io_uring", op: "io_uring", errnos: []string{"ENOSYS"}},
@@ -599,6 +599,9 @@ func TestLimits(t *testing.T) {
 		{name: "the slots are free again", op: "spawn", args: []string{"8"}, ok: true},
 		{name: "fill TMPDIR past its size", op: "fill", args: []string{filepath.Join(tmp, "big"), "64"}, errnos: []string{"ENOSPC"}},
 		{name: "fill /dev/shm past its size", op: "fill", args: []string{"/dev/shm/big", "64"}, errnos: []string{"ENOSPC"}},
+		// Their pages count against the memory limit: free them.
+		{name: "empty TMPDIR", op: "remove", args: []string{filepath.Join(tmp, "big")}, ok: true},
+		{name: "empty /dev/shm", op: "remove", args: []string{"/dev/shm/big"}, ok: true},
 		{name: "a child allocating past the memory limit", op: "exec", args: []string{hostilePath(), "alloc", "400"}, errHas: childEnd},
 		{name: "a child allocating within it", op: "exec", args: []string{hostilePath(), "alloc", "16"}, ok: true},
 		{name: "the server still answers", op: "echo", args: []string{"hi"}, ok: true},
@@ -872,7 +875,7 @@ func TestLifetime(t *testing.T) {
 			if err := s.p.Close(100 * time.Millisecond); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
-			waitStill(t, beat)
+			stillNow(t, beat)
 		})
 	}
 }
@@ -1686,16 +1689,10 @@ func TestPrivateHome(t *testing.T) {
 
 	c := startHostile(t, Config{Name: "c", Worktree: t.TempDir(), HostEnv: env, TempHome: true})
 	c.must("write", filepath.Join(realHome, "c"))
-	var temp string
-	for _, e := range mustReadDir(t, os.TempDir()) {
-		if strings.HasPrefix(e, "mcphost-c-home-") {
-			if _, err := os.Stat(filepath.Join(os.TempDir(), e, "c")); err == nil {
-				temp = filepath.Join(os.TempDir(), e)
-			}
-		}
-	}
-	if temp == "" {
-		t.Fatal("the temporary home with the server's file was not found")
+	// This server's own, not another test process's of the same name.
+	temp := c.p.tempHome
+	if _, err := os.Stat(filepath.Join(temp, "c")); temp == "" || err != nil {
+		t.Fatalf("the temporary home %q lacks the server's file: %v", temp, err)
 	}
 	if err := c.p.Close(time.Second); err != nil {
 		t.Fatal(err)
@@ -1728,19 +1725,6 @@ func TestPrivateHomeRefused(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustReadDir(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
 }
 
 // TestSweepCgroups: a start removes the cgroups a host that is gone left,

@@ -160,8 +160,13 @@ func do(req request) reply {
 		if err := os.WriteFile(a1, b, 0o755); err != nil {
 			return fail(err)
 		}
+		// The control: a plain chmod of the same file works, so a
+		// refusal below is of the set-user-ID bit.
+		if err := syscall.Chmod(a1, 0o700); err != nil {
+			return fail(fmt.Errorf("plain chmod: %w", err))
+		}
 		if err := syscall.Chmod(a1, 0o4755); err != nil {
-			return fail(fmt.Errorf("chmod: %w", err))
+			return fail(fmt.Errorf("set-user-ID chmod: %w", err))
 		}
 		return result("", nil)
 	case "create-sgid":
