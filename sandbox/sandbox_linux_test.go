@@ -1480,12 +1480,19 @@ func TestReducedTier(t *testing.T) {
 		"take the helper's descriptors", "renice the helper", "leave a set-user-ID program", "create a user namespace", "leave a daemon", "see it run",
 		"open a NETLINK_ROUTE socket (the host's network namespace)", "write its private home", "status"}
 	want := []bool{true, false, false, false, false, false, false, false, false, false, false, false, false, true, true, false, true, true}
+	// Each refusal from the layer that makes it: Landlock (EACCES), the
+	// seccomp filter (EPERM for the helper and the user namespace, where
+	// the host's max_user_namespaces=0 would say ENOSPC; EAFNOSUPPORT for
+	// sockets).
+	errnos := []string{"", "EACCES", "EACCES", "EACCES", "EAFNOSUPPORT", "EACCES", "EACCES", "EACCES", "EACCES", "EPERM", "EPERM", "EPERM", "EPERM", "", "", "EAFNOSUPPORT", "", ""}
 	if len(replies) != len(want) {
 		t.Fatalf("replies %q\nstderr: %s", replies, stderr)
 	}
 	for i, w := range want {
 		if ok := strings.HasPrefix(replies[i], `{"ok":true`); ok != w {
 			t.Errorf("%s: %s, want ok=%v", names[i], replies[i], w)
+		} else if !w && !strings.HasSuffix(replies[i], `"errno":"`+errnos[i]+`"}`) {
+			t.Errorf("%s: %s, want %s", names[i], replies[i], errnos[i])
 		}
 	}
 	for _, w := range []string{`NoNewPrivs:\t1`, `Seccomp:\t2`, `CapEff:\t0000000000000000`} {
