@@ -368,18 +368,28 @@ func TestUnixSocketsHidden(t *testing.T) {
 				Network:  network,
 				HostEnv:  []string{"PATH=/usr/bin:/bin", "HOME=" + home},
 			})
+			// A socket path is out of the server's view (ENOENT): a
+			// socket it could see would fail otherwise, or connect.
+			hidden := []string{"ENOENT"}
+			if s.p.reduced {
+				hidden = []string{"EACCES"}
+			}
 			ops := []op{
-				{name: "ssh agent in /tmp", op: "unix", args: []string{agent}},
-				{name: "socket in HOME", op: "unix", args: []string{inHome}},
+				{name: "ssh agent in /tmp", op: "unix", args: []string{agent}, errnos: hidden},
+				{name: "socket in HOME", op: "unix", args: []string{inHome}, errnos: hidden},
 			}
 			if daemon != "" {
-				ops = append(ops, op{name: "daemon in /run", op: "unix", args: []string{daemon}})
+				ops = append(ops, op{name: "daemon in /run", op: "unix", args: []string{daemon}, errnos: hidden})
 			}
 			// With the network off the abstract socket is in another
-			// network namespace; with it on, Landlock's scope (ABI 6+)
-			// keeps the server from reaching it.
+			// network namespace (no such name there); with it on,
+			// Landlock's scope (ABI 6+) keeps the server from reaching it.
 			if !network || !strings.HasPrefix(conf, "landlock-v") || abiOf(conf) >= 6 {
-				ops = append(ops, op{name: "abstract socket", op: "unix", args: []string{abstract}})
+				why := []string{"EPERM"}
+				if !network {
+					why = []string{"ECONNREFUSED"}
+				}
+				ops = append(ops, op{name: "abstract socket", op: "unix", args: []string{abstract}, errnos: why})
 			} else {
 				t.Logf("Landlock ABI %d has no abstract socket scope: a server with network can reach abstract sockets", abiOf(conf))
 			}
