@@ -1564,6 +1564,13 @@ func TestStartContext(t *testing.T) {
 	if err != nil || !strings.Contains(line, "still here") {
 		t.Errorf("after cancelling the start context the server replied %q, %v", line, err)
 	}
+	// A cancel that ended the server a moment later would pass the echo:
+	// the server must stay up.
+	select {
+	case <-p.Done():
+		t.Errorf("the server ended after its start context was cancelled: %s", p.ExitStatus())
+	case <-time.After(500 * time.Millisecond):
+	}
 }
 
 // TestNoControllingTerminal: a host running in a terminal does not lend
