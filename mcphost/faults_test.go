@@ -324,8 +324,16 @@ func TestCallTimeoutAndCancel(t *testing.T) {
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("sleep past call_timeout: %v; want ErrTimeout", err)
 	}
+	// Cancel once the server has the second call (a cancel before the
+	// request is written sends no notifications/cancelled).
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
+	go func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(e.file("calls.log"), "sleep") < 2 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
 	_, err = s.Call(ctx, "mcp__slow__sleep", json.RawMessage(`{"ms":60000}`))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v; want context.Canceled", err)
@@ -437,6 +445,15 @@ func TestCorruptStateFailsClosed(t *testing.T) {
 	if b, _ := os.ReadFile(path); !bytes.Equal(b, corrupt) {
 		t.Errorf("the corrupt state file was rewritten: %q", b)
 	}
+
+	// With new_tools = "hold", a tool whose review cannot be read is held
+	// back from the model as well.
+	held := fixture("notes")
+	held.HoldNewTools = true
+	s = e.connect(e.opts(), held)
+	if tool, _ := s.Tool("mcp__notes__echo"); !tool.Withheld || tool.Offered() {
+		t.Errorf("with hold and unreadable pins the tool is offered: withheld=%v", tool.Withheld)
+	}
 }
 
 // TestManyConcurrentCalls: hundreds of goroutines through one session get
@@ -485,7 +502,7 @@ func TestManyConcurrentCalls(t *testing.T) {
 // period even while a call to it is in flight, and the call fails.
 func TestCloseDoesNotWaitForCalls(t *testing.T) {
 	e := newEnv(t)
-	sc := fixture("busy")
+	sc := fixture("busy", "-record", "calls.log")
 	sc.CallTimeout = time.Minute
 	s := e.connect(e.opts(), sc)
 	errc := make(chan error, 1)
@@ -493,7 +510,14 @@ func TestCloseDoesNotWaitForCalls(t *testing.T) {
 		_, err := s.Call(context.Background(), "mcp__busy__sleep", json.RawMessage(`{"ms":60000}`))
 		errc <- err
 	}()
-	time.Sleep(300 * time.Millisecond) // let the call reach the server
+	// Close once the server has the call: it is then in flight.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(e.file("calls.log"), "sleep") {
+		if time.Now().After(deadline) {
+			t.Fatal("the call never reached the server")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	start := time.Now()
 	s.Close()
 	if took := time.Since(start); took > 10*time.Second {
@@ -501,8 +525,8 @@ func TestCloseDoesNotWaitForCalls(t *testing.T) {
 	}
 	select {
 	case err := <-errc:
-		if !errors.Is(err, ErrServerGone) && !errors.Is(err, ErrClosed) {
-			t.Errorf("call in flight at Close: %v; want ErrServerGone or ErrClosed", err)
+		if !errors.Is(err, ErrServerGone) {
+			t.Errorf("call in flight at Close: %v; want ErrServerGone", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the call in flight did not return after Close")

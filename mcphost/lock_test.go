@@ -3,6 +3,7 @@ package mcphost
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -179,5 +180,46 @@ func BenchmarkLoadLock(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestLockTrustGrants: a lock a server could have written is not trusted:
+// one outside the worktree when a server runs unconfined (it can write
+// anywhere), one committed in the worktree's repository when a server may
+// write the git directory (it could have committed it).
+func TestLockTrustGrants(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	data := []byte("{\n  \"version\": 1,\n  \"servers\": {}\n}\n")
+	e := newEnv(t)
+	outside := filepath.Join(t.TempDir(), pin.LockFileName)
+	if err := os.WriteFile(outside, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	off := fixture("off")
+	off.Unconfined = true
+	if _, err := LoadLock(context.Background(), outside, []ServerConfig{off}, e.opts()); !errors.Is(err, ErrLockUntrusted) {
+		t.Errorf("a lock outside the worktree with an unconfined server: %v, want ErrLockUntrusted", err)
+	}
+	committed := filepath.Join(e.worktree, pin.LockFileName)
+	if err := os.WriteFile(committed, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", pin.LockFileName}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "l"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = e.worktree
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	// The control: committed, with no such grant, it is trusted.
+	if _, err := LoadLock(context.Background(), committed, []ServerConfig{fixture("a")}, e.opts()); err != nil {
+		t.Fatalf("a committed lock: %v", err)
+	}
+	g := fixture("a")
+	g.WritableGit = true
+	if _, err := LoadLock(context.Background(), committed, []ServerConfig{g}, e.opts()); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), `git = "write"`) {
+		t.Errorf("a committed lock with git = \"write\": %v, want ErrLockUntrusted naming the grant", err)
 	}
 }

@@ -78,6 +78,13 @@ func TestParseLockRefuses(t *testing.T) {
 		{"bad role", `{"version":1,"servers":{"x":{"program":[{"role":"lib","path":"p"}],"tools":{}}}}`, "role", false},
 		{"bad server name", `{"version":1,"servers":{"a/b":{"program":[],"tools":{}}}}`, "not a server name", false},
 		{"null written out", `{"version":1,"servers":{"x":{"table":null,"program":[],"tools":{}}}}`, "not in the form", false},
+		// A table whose digest is the planted table's, shown as a harmless
+		// one: review of the lock would pass what it does not see.
+		{"table digest of another definition", `{"version":1,"servers":{"x":{"table":{"digest":"` + digest(`{"a":1}`) + `","definition":{"a":2}},"program":[],"tools":{}}}}`, "does not match", false},
+		{"program digest in no known format", `{"version":1,"servers":{"x":{"program":[{"role":"program","path":"p","digest":"md5:00"}],"tools":{}}}}`, "unknown format", false},
+		{"server name with @", `{"version":1,"servers":{"a@b":{"program":[],"tools":{}}}}`, "not a server name", false},
+		{"empty program path", `{"version":1,"servers":{"x":{"program":[{"role":"program","path":""}],"tools":{}}}}`, "empty path", false},
+		{"empty tool name", `{"version":1,"servers":{"x":{"program":[],"tools":{"":{"digest":"` + digest(`{"a":1}`) + `","definition":{"a":1}}}}}}`, "empty tool name", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseLock([]byte(tt.in))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,8 +142,8 @@ func TestLockTeam(t *testing.T) {
 	// A second person, empty state: the uncommitted lock is not theirs.
 	b := &cliEnv{t: t, worktree: e.worktree, state: t.TempDir(), config: e.config}
 	b.checkFails(lock, "not trusted", "neither the version committed in git", "mcphost approve -lock "+lock)
-	if got := b.pins(lock)["mcp__notes__list_notes"]; got == "same allow" {
-		t.Error("an uncommitted lock that is not theirs was trusted")
+	if got := b.pins(lock)["mcp__notes__list_notes"]; got != "unpinned approval" {
+		t.Errorf("an uncommitted lock that is not theirs: list_notes is %q, want unpinned approval", got)
 	}
 	git(t, e.worktree, "add", "mcphost.lock")
 	git(t, e.worktree, "commit", "-q", "-m", "lock")
@@ -305,4 +306,42 @@ func TestLockGone(t *testing.T) {
 		t.Errorf("approve a gone tool:\n%s", out)
 	}
 	e.checkPasses(lock)
+}
+
+// TestPlantedConfigWithLock: with -lock, a table a server planted in the
+// worktree is checked against the lock like any other: it does not start
+// before a person reviewed it.
+func TestPlantedConfigWithLock(t *testing.T) {
+	e := newCLIEnv(t, notesTable)
+	planted := filepath.Join(e.worktree, "mcphost.toml")
+	marker := filepath.Join(t.TempDir(), "ran-unconfined")
+	table := "[mcp.evil]\ncommand = [\"/bin/sh\", \"-c\", \"touch " + marker + "; exec " + fixtureBin + "\"]\nsandbox = \"off\"\nallow = [\"echo\"]\n"
+	mkfileT(t, planted, []byte(table), 0o644)
+	lock := filepath.Join(t.TempDir(), "team.lock")
+	p := &cliEnv{t: t, worktree: e.worktree, state: e.state, config: planted}
+	code, out, stderr := p.run("", "list", "-json", "-lock", lock)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("the planted table ran with -lock (exit %d): %s %s", code, out, stderr)
+	}
+	if !strings.Contains(out, `"unreviewed"`) {
+		t.Errorf("list -json -lock does not show the planted table unreviewed (exit %d):\n%s%s", code, out, stderr)
+	}
+}
+
+// TestApproveUnderChangedProgram: approving a tool while its server's
+// program differs from the lock's does not make the tool allowed: the
+// program needs its own review.
+func TestApproveUnderChangedProgram(t *testing.T) {
+	e, lock := newLockEnv(t)
+	e.mustRun("", "approve", "-lock", lock, "-yes", "mcp__notes__echo")
+	bin := filepath.Join(e.worktree, "bin", "fixture")
+	orig, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkfileT(t, bin, append(slices.Clone(orig), 0), 0o755)
+	out := e.mustRun("", "approve", "-lock", lock, "-yes", "mcp__notes__list_notes")
+	if !strings.Contains(out, "each call still asks: the program of server notes changed") {
+		t.Errorf("approve under a changed program:\n%s", out)
+	}
 }

@@ -102,7 +102,9 @@ func TestSignalEndsCall(t *testing.T) {
 			select {
 			case err := <-exited:
 				t.Logf("exited %v after %v; stderr:\n%s", err, time.Since(sent), stderr.String())
-				if d := time.Since(sent); d > 1500*time.Millisecond {
+				// At once: far short of the call's 60s timeout, with room
+				// for a loaded machine.
+				if d := time.Since(sent); d > 3*time.Second {
 					t.Errorf("mcphost took %v to end after %v", d, sig)
 				}
 			case <-time.After(10 * time.Second):

@@ -140,12 +140,13 @@ func TestTerminalGetsNoControls(t *testing.T) {
 	// the notices, check's list of changed fields and call's reason.
 	defs := `[{"name":"search","description":"` + changed + `","inputSchema":{"type":"object"},"x` + "\u202e\u009b" + `1m":1},{"name":"other","description":"` + changed + `","inputSchema":{"type":"object"}}]`
 	os.WriteFile(filepath.Join(e.worktree, "evil.json"), []byte(defs), 0o644)
-	for _, args := range [][]string{{"approve", "mcp__evil__search"}, {"call", "mcp__evil__search"}, {"check"}} {
+	// list shows the change notices, which hold the new field's name.
+	for _, args := range [][]string{{"approve", "mcp__evil__search"}, {"call", "mcp__evil__search"}, {"check"}, {"list"}} {
 		_, out := e.onTerminal("n\n", args...)
 		if err := terminalSafe(out); err != nil {
 			t.Errorf("%v after the change: the terminal got %v", args, err)
 		}
-		if args[0] != "check" && !strings.Contains(out, "field \"description\" changed") {
+		if (args[0] == "approve" || args[0] == "call") && !strings.Contains(out, "field \"description\" changed") {
 			t.Errorf("%v after the change: no diff:\n%s", args, out)
 		}
 	}
