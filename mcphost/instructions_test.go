@@ -123,3 +123,37 @@ func TestInstructionsUnreadableState(t *testing.T) {
 		t.Fatalf("unreadable state: %q, %v", text, err)
 	}
 }
+
+// TestInstructionsTooLong: instructions of more than 64 KiB are not given
+// to the model, on first sight or ever (Approve refuses them too), and a
+// notice says why; one byte less is given.
+func TestInstructionsTooLong(t *testing.T) {
+	for _, tt := range []struct {
+		size  int
+		given bool
+	}{{maxInstructions, true}, {maxInstructions + 1, false}} {
+		e := newEnv(t)
+		ins := filepath.Join(e.worktree, "ins.txt")
+		if err := os.WriteFile(ins, []byte(strings.Repeat("a", tt.size)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := e.connect(e.opts(), fixture("notes", "-instructions-file", ins))
+		text, err := s.Instructions("notes")
+		if given := err == nil && len(text) == tt.size; given != tt.given {
+			t.Errorf("%d bytes: given=%v (%d bytes, %v), want %v", tt.size, given, len(text), err, tt.given)
+		}
+		notice := noticeWith(s, "notes", "more than the 65536")
+		if (notice != "") == tt.given {
+			t.Errorf("%d bytes: notice %q", tt.size, notice)
+		}
+		if !tt.given {
+			if !errors.Is(err, ErrNeedsApproval) {
+				t.Errorf("%d bytes: %v, want ErrNeedsApproval", tt.size, err)
+			}
+			if err := s.ApproveInstructions("notes"); err == nil {
+				t.Errorf("%d bytes: ApproveInstructions succeeded", tt.size)
+			}
+		}
+		s.Close()
+	}
+}
