@@ -434,16 +434,6 @@ func TestValidDigest(t *testing.T) {
 	}
 }
 
-func TestDigestInstructions(t *testing.T) {
-	if got := digestInstructions(""); got != "" {
-		t.Errorf(`digestInstructions("") = %q, want ""`, got)
-	}
-	a, b := digestInstructions("Use search first."), digestInstructions("Use search first.\u200b")
-	if !validDigest(a) || !validDigest(b) || a == b {
-		t.Errorf("digestInstructions: %q, %q; want two different valid digests", a, b)
-	}
-}
-
 func BenchmarkDigest(b *testing.B) {
 	def := readFixture(b, "tools/search_notes.json")
 	b.SetBytes(int64(len(def)))

@@ -6,12 +6,10 @@ import (
 
 	"github.com/mcphost/mcphost/internal/canonical"
 	"github.com/mcphost/mcphost/internal/jsontree"
-	"github.com/zeebo/blake3"
 )
 
 // DigestPrefix starts every digest this package makes. It names the formula
-// (BLAKE3-256 of the canonical form described at Canonical, or of the exact
-// text for a server's instructions), so a later
+// (BLAKE3-256 of the canonical form described at Canonical), so a later
 // formula can get a new prefix and old pins can be recomputed from the
 // reviewed definitions kept in the state file instead of being re-trusted.
 const DigestPrefix = canonical.Prefix
@@ -79,17 +77,6 @@ func Digest(def json.RawMessage) (string, error) {
 // digestDefinition is Digest with the signature checkState wants.
 func digestDefinition(_, _ string, def json.RawMessage) (string, error) {
 	return Digest(def)
-}
-
-// digestInstructions returns the digest of a server's instructions text (the
-// "instructions" of its initialize result), for ServerEntry.Instructions:
-// DigestPrefix and the BLAKE3-256 of the text's exact bytes, or "" for empty
-// text, which MCP treats the same as no instructions.
-func digestInstructions(text string) string {
-	if text == "" {
-		return ""
-	}
-	return canonical.Format(blake3.Sum256([]byte(text)))
 }
 
 // validDigest reports whether d has the one digest format this package

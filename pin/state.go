@@ -145,16 +145,14 @@ type Entry struct {
 }
 
 // ServerEntry pins server-level facts: the set of tool names seen at review,
-// so that a tool appearing later is shown as new, and the digest of the
-// server's instructions.
+// so that a tool appearing later is shown as new. (A server's instructions
+// are pinned in State.Instructions. Files written before that may hold an
+// "instructions" digest in a server's entry: Load checks its format and
+// drops it, and Update no longer writes it.)
 type ServerEntry struct {
 	// Tools are the names of the server's tools at review, each once;
 	// Update writes them sorted.
 	Tools []string `json:"tools"`
-	// Instructions is the digest of the server's instructions (DigestPrefix
-	// and the BLAKE3-256 of the exact text), ""
-	// if it had none.
-	Instructions string `json:"instructions"`
 }
 
 // Key returns the key of a tool in State.Tools: the server's name, a slash,
@@ -452,10 +450,15 @@ func decodeServers(st *State, v *jsontree.Value) error {
 					e.Tools = append(e.Tools, t.Str)
 				}
 			case "instructions":
+				// Written by earlier versions, read by none: checked,
+				// so that a corrupt file is still refused, and dropped.
 				if f.Val.Kind != jsontree.String {
 					return fmt.Errorf("%s.instructions is not a string", where)
 				}
-				e.Instructions = f.Val.Str
+				if f.Val.Str != "" && !validDigest(f.Val.Str) {
+					return fmt.Errorf("%s: instructions digest %s has an unknown format, want %q and 64 lower case hex digits",
+						where, jsontree.QuoteName(f.Val.Str), DigestPrefix)
+				}
 			default:
 				return fmt.Errorf("%s has an unknown field %s", where, jsontree.QuoteName(f.Name))
 			}
@@ -554,10 +557,6 @@ func checkServers(st *State) error {
 		where := "servers[" + jsontree.QuoteName(k) + "]"
 		if k == "" || strings.Contains(k, "/") {
 			return fmt.Errorf("%s: not a server name", where)
-		}
-		if e.Instructions != "" && !validDigest(e.Instructions) {
-			return fmt.Errorf("%s: instructions digest %s has an unknown format, want %q and 64 lower case hex digits",
-				where, jsontree.QuoteName(e.Instructions), DigestPrefix)
 		}
 		seen := make(map[string]bool, len(e.Tools))
 		for _, t := range e.Tools {

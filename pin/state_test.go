@@ -59,8 +59,32 @@ func TestLoadFixture(t *testing.T) {
 		t.Errorf("Digest(Definition) = %s, %v; want %s", d, err, e.Digest)
 	}
 	srv := st.Servers["notes"]
-	if !slices.Equal(srv.Tools, []string{"delete_note", "list_notes"}) || srv.Instructions != digestInstructions("Use list_notes first.") {
+	if !slices.Equal(srv.Tools, []string{"delete_note", "list_notes"}) {
 		t.Errorf("Servers[notes] = %+v", srv)
+	}
+}
+
+// TestServerInstructionsDropped: a server entry's "instructions" digest,
+// which earlier versions wrote and none read, is read (its format still
+// checked: see the corrupt fixture server_instructions_raw) and not
+// written back.
+func TestServerInstructionsDropped(t *testing.T) {
+	s, data := installState(t, "state/valid.json")
+	if !bytes.Contains(data, []byte(`"instructions": "b3v1:`)) {
+		t.Fatal("the fixture no longer has a server entry's instructions digest")
+	}
+	if err := s.Update(func(*State) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(filepath.Join(s.Dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(after, []byte(`"instructions"`)) {
+		t.Errorf("Update wrote a server entry's instructions back:\n%s", after)
+	}
+	if st, err := s.Load(); err != nil || !slices.Equal(st.Servers["notes"].Tools, []string{"delete_note", "list_notes"}) {
+		t.Errorf("Load after Update: %+v, %v", st, err)
 	}
 }
 
@@ -76,7 +100,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	err = s.Update(func(st *State) error {
 		st.Tools[Key("notes", "search_notes")] = entry
 		st.Tools[Key("notes", "a/b")] = testEntry("a/b") // a tool name may hold a slash
-		st.Servers["notes"] = ServerEntry{Tools: []string{"search_notes", "a/b"}, Instructions: digestInstructions("Be careful.")}
+		st.Servers["notes"] = ServerEntry{Tools: []string{"search_notes", "a/b"}}
 		return nil
 	})
 	if err != nil {
@@ -96,8 +120,8 @@ func TestStoreRoundTrip(t *testing.T) {
 	if _, ok := st.Tools["notes/a/b"]; !ok {
 		t.Errorf("tool with a slash in its name lost: %v", st.Tools)
 	}
-	if srv := st.Servers["notes"]; !slices.Equal(srv.Tools, []string{"a/b", "search_notes"}) || srv.Instructions != digestInstructions("Be careful.") {
-		t.Errorf("server entry = %+v, want sorted tools and the instructions digest", srv)
+	if srv := st.Servers["notes"]; !slices.Equal(srv.Tools, []string{"a/b", "search_notes"}) {
+		t.Errorf("server entry = %+v, want sorted tools", srv)
 	}
 
 	// Modes: the directory Update created, the state file and the lock file.
@@ -354,7 +378,6 @@ func TestUpdateRefusesInvalidState(t *testing.T) {
 		{"server name with slash", func(st *State) { st.Servers["a/b"] = ServerEntry{} }, "not a server name"},
 		{"empty server name", func(st *State) { st.Servers[""] = ServerEntry{} }, "not a server name"},
 		{"tool listed twice", func(st *State) { st.Servers["s"] = ServerEntry{Tools: []string{"x", "x"}} }, "listed twice"},
-		{"raw instructions", func(st *State) { st.Servers["s"] = ServerEntry{Instructions: "Do this."} }, "instructions digest"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
