@@ -3,10 +3,9 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,9 +47,9 @@ func newCgroup(name string, l Limits) (*cgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	var r [8]byte
-	rand.Read(r[:])
-	leaf := "mcphost-" + tempPrefix(name) + "-" + strconv.FormatUint(binary.LittleEndian.Uint64(r[:]), 36) + owner.suffix()
+	// Random, so that two starts of one host never share a name (the
+	// owner tells hosts apart).
+	leaf := "mcphost-" + tempPrefix(name) + "-" + strconv.FormatUint(rand.Uint64(), 36) + owner.suffix()
 	if pidsPath, ok := v1["pids"]; ok {
 		memPath, ok := v1["memory"]
 		if !ok {
@@ -187,7 +186,10 @@ func parseOwner(name string) (o cgroupOwner, ok bool) {
 
 // gone reports whether the host process o is no longer running. It can
 // tell only for a host in PID namespace ns: of another, a PID means
-// nothing here, and it says false.
+// nothing here, and it says false. A start time is read through the
+// reader's time namespace (its boot time offset): when the process at
+// that PID is in another time namespace than this one, the times cannot
+// be compared, and it says false too.
 func (o cgroupOwner) gone(ns uint64) bool {
 	if o.ns != ns {
 		return false
@@ -196,7 +198,24 @@ func (o cgroupOwner) gone(ns uint64) bool {
 	if err != nil {
 		return errors.Is(err, os.ErrNotExist)
 	}
-	return start != o.start
+	if start == o.start {
+		return false
+	}
+	return sameTimeNamespace(o.pid)
+}
+
+// sameTimeNamespace reports whether process pid is in this process's time
+// namespace; true where the kernel has none (before Linux 5.6), false when
+// it cannot tell.
+func sameTimeNamespace(pid int) bool {
+	var self, other unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/time", &self); err != nil {
+		return errors.Is(err, unix.ENOENT)
+	}
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/time", &other); err != nil {
+		return false
+	}
+	return self.Ino == other.Ino && self.Dev == other.Dev
 }
 
 // sweepCgroups removes, from parent, the cgroups this package made for a
@@ -241,9 +260,16 @@ func (cg *cgroup) make(files [][2]string, optional string) error {
 }
 
 // hits says which limits the kernel enforced on the server, for its exit
-// status: that it killed a process at the memory limit, that it refused
-// new processes or threads at the process limit (a Go or Node server that
-// cannot start a thread dies of it). It is "" when neither happened.
+// status: that it killed a process for want of memory, that it refused
+// new processes or threads (a Go or Node server that cannot start a
+// thread dies of it). It is "" when neither happened.
+//
+// The counts are of the server's processes, whichever limit they met: a
+// cgroup above the host's (a container's, systemd's TasksMax) may be the
+// one that was full. The server's own limit is named, with its config key,
+// only when the server's own use reached it; else the words say that a
+// limit above the server's did it, so that nobody raises max_memory or
+// max_processes in vain.
 func (cg *cgroup) hits() string {
 	var hits []string
 	oom := "memory.events"
@@ -251,16 +277,59 @@ func (cg *cgroup) hits() string {
 		oom = "memory.oom_control"
 	}
 	if n := eventCount(filepath.Join(cg.memDir, oom), "oom_kill"); n > 0 {
-		hits = append(hits, fmt.Sprintf("the kernel killed a process at the server's memory limit, %s: max_memory", bytesize.Format(cg.limits.Memory)))
+		if cg.memoryLimitReached() {
+			hits = append(hits, fmt.Sprintf("the kernel killed a process at the server's memory limit, %s: max_memory", bytesize.Format(cg.limits.Memory)))
+		} else {
+			hits = append(hits, fmt.Sprintf("the kernel killed a process for want of memory, below the server's limit (%s): a limit of the host's cgroup or the machine's memory", bytesize.Format(cg.limits.Memory)))
+		}
 	}
 	if n := eventCount(filepath.Join(cg.pidsDir, "pids.events"), "max"); n > 0 {
 		what := fmt.Sprintf("%d new processes or threads", n)
 		if n == 1 {
 			what = "a new process or thread"
 		}
-		hits = append(hits, fmt.Sprintf("the kernel refused %s at the server's process limit, %d: max_processes", what, cg.limits.Processes))
+		if peak, ok := readCount(filepath.Join(cg.pidsDir, "pids.peak")); !ok || peak >= int64(cg.limits.Processes) {
+			// Without pids.peak (before Linux 6.1) the server's own limit
+			// is the likely one.
+			hits = append(hits, fmt.Sprintf("the kernel refused %s at the server's process limit, %d: max_processes", what, cg.limits.Processes))
+		} else {
+			hits = append(hits, fmt.Sprintf("the kernel refused %s below the server's process limit (%d; at most %d were running): a limit of the host's cgroup", what, cg.limits.Processes, peak))
+		}
 	}
 	return strings.Join(hits, "; ")
+}
+
+// memoryLimitReached reports whether the server's memory use reached its
+// own cgroup's limit, as opposed to a limit above. On v1 its peak use
+// (memory, or memory and swap) came within 1 MiB of the limit (the kernel
+// charges in batches of pages, and current kernels no longer count
+// failcnt); on v2 the cgroup's own events say so.
+func (cg *cgroup) memoryLimitReached() bool {
+	if cg.version == 1 {
+		for _, pair := range [][2]string{{"memory.max_usage_in_bytes", "memory.limit_in_bytes"}, {"memory.memsw.max_usage_in_bytes", "memory.memsw.limit_in_bytes"}} {
+			peak, ok1 := readCount(filepath.Join(cg.memDir, pair[0]))
+			limit, ok2 := readCount(filepath.Join(cg.memDir, pair[1]))
+			if ok1 && ok2 && peak >= limit-1<<20 {
+				return true
+			}
+		}
+		return false
+	}
+	events := filepath.Join(cg.memDir, "memory.events.local")
+	if _, err := os.Stat(events); err != nil {
+		events = filepath.Join(cg.memDir, "memory.events")
+	}
+	return eventCount(events, "max") > 0 || eventCount(events, "oom") > 0
+}
+
+// readCount reads a cgroup file that holds one number.
+func readCount(file string) (int64, bool) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil
 }
 
 // eventCount reads the count of key from a cgroup events file (lines of

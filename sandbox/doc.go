@@ -248,8 +248,12 @@
 //     sockets.
 //   - A host that is killed takes its servers with it but cannot remove
 //     their (empty) temporary directories, named mcphost-NAME-* in the
-//     host's temporary directory, nor a root host's cgroups, named
-//     mcphost-NAME-* beneath its own: they stay behind.
+//     host's temporary directory: they stay behind. A root host's cgroups,
+//     named mcphost-NAME-*.NS.PID.START beneath its own, stay until a
+//     later start of a host in the same PID namespace beside them removes
+//     them (names from before this rule carry no owner and stay). The
+//     name shows the server its host's PID and start time, through
+//     /proc/self/cgroup.
 //   - Without a cgroup (an ordinary user's host, or a root host that cannot
 //     make one), memory is bounded per process, not for the server as a
 //     whole, and only its private data (RLIMIT_DATA): shared memory (a

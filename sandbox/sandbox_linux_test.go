@@ -1778,10 +1778,17 @@ func TestSweepCgroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent := filepath.Join(cgroupRoot, v2)
+	top := filepath.Join(cgroupRoot, v2)
 	if v1["pids"] != "" {
-		parent = filepath.Join(cgroupRoot, "pids", v1["pids"])
+		top = filepath.Join(cgroupRoot, "pids", v1["pids"])
 	}
+	// A parent of the test's own, which no other host sweeps (its name
+	// has no owner): starts elsewhere on the machine cannot race it.
+	parent := filepath.Join(top, fmt.Sprintf("mcphost-test-sweep-%d", os.Getpid()))
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(parent) })
 	self, err := selfOwner()
 	if err != nil {
 		t.Fatal(err)
@@ -1798,6 +1805,26 @@ func TestSweepCgroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { busy.Process.Kill(); busy.Wait() }()
+	// A live process in another time namespace: its start time, read
+	// here, is shifted by that namespace's boot time offset, so a
+	// mismatch says nothing of whether it is the host.
+	otherTime := deadOwner
+	timeNS := exec.Command("unshare", "--time", "--boottime", "100000", "--fork", "/bin/sleep", "60")
+	if err := timeNS.Start(); err != nil {
+		t.Logf("no time namespace (%v): that case is not tested", err)
+	} else {
+		defer func() { timeNS.Process.Kill(); timeNS.Wait() }()
+		var child int
+		for deadline := time.Now().Add(5 * time.Second); child == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", timeNS.Process.Pid, timeNS.Process.Pid))
+			child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		start, err := startTime(child)
+		if child == 0 || err != nil {
+			t.Fatalf("the sleeper in a time namespace: pid %d, %v", child, err)
+		}
+		otherTime = cgroupOwner{ns: self.ns, pid: child, start: start + 1}
+	}
 	tests := []struct {
 		name  string
 		leaf  string
@@ -1809,8 +1836,9 @@ func TestSweepCgroups(t *testing.T) {
 		{"a live host's", "mcphost-test-live" + self.suffix(), false, true},
 		{"another PID namespace's", "mcphost-test-otherns" + cgroupOwner{self.ns + 1, dead.Process.Pid, 1}.suffix(), false, true},
 		{"one with a process in it", "mcphost-test-busy" + deadOwner.suffix(), true, true},
-		{"an older name, with no owner", "mcphost-test-old-" + strconv.Itoa(self.pid), false, true},
+		{"an older name, with no owner", "mcphost-test-old", false, true},
 		{"not this package's", "other-test" + deadOwner.suffix(), false, true},
+		{"a live host's in another time namespace", "mcphost-test-timens" + otherTime.suffix(), false, otherTime != deadOwner},
 	}
 	for _, tt := range tests {
 		d := filepath.Join(parent, tt.leaf)
@@ -1818,7 +1846,7 @@ func TestSweepCgroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			os.WriteFile(filepath.Join(parent, "cgroup.procs"), []byte(strconv.Itoa(busy.Process.Pid)), 0)
+			os.WriteFile(filepath.Join(top, "cgroup.procs"), []byte(strconv.Itoa(busy.Process.Pid)), 0)
 			os.Remove(d)
 		})
 		if tt.fill {
@@ -1832,6 +1860,71 @@ func TestSweepCgroups(t *testing.T) {
 		_, err := os.Stat(filepath.Join(parent, tt.leaf))
 		if stays := err == nil; stays != tt.stays {
 			t.Errorf("%s cgroup: stays=%v, want %v", tt.name, stays, tt.stays)
+		}
+	}
+}
+
+// TestLimitAboveServer: when a limit above the server's (the host's own
+// cgroup: a container's, systemd's TasksMax) is what refused its forks or
+// killed it for memory, the exit status says so and does not name the
+// server's own limit, which raising would not help.
+func TestLimitAboveServer(t *testing.T) {
+	requireConfinement(t)
+	if !dropsRoot() {
+		t.Skip("only a root host makes cgroups")
+	}
+	v1, _, err := ownCgroups()
+	if err != nil || v1["pids"] == "" || v1["memory"] == "" {
+		t.Skipf("needs cgroup v1's pids and memory hierarchies to put the host in a cgroup of its own (%v)", err)
+	}
+	// Not a name the sweep reads as one of a host's (no owner).
+	leaf := fmt.Sprintf("mcphost-test-above-%d", os.Getpid())
+	pids := filepath.Join(cgroupRoot, "pids", v1["pids"], leaf)
+	mem := filepath.Join(cgroupRoot, "memory", v1["memory"], leaf)
+	for _, d := range []string{pids, mem} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(d) })
+	}
+	for f, v := range map[string]string{
+		filepath.Join(pids, "pids.max"):                   "48",
+		filepath.Join(mem, "memory.limit_in_bytes"):       strconv.Itoa(160 << 20),
+		filepath.Join(mem, "memory.memsw.limit_in_bytes"): strconv.Itoa(160 << 20),
+	} {
+		if err := os.WriteFile(f, []byte(v), 0); err != nil && !strings.Contains(f, "memsw") {
+			t.Fatal(err)
+		}
+	}
+	// The host joins that cgroup before it starts: its servers' cgroups
+	// are made beneath it, with the default limits (512, 2GiB).
+	ops := `[{"op":"spawn","args":["100"]},{"op":"alloc","args":["400"]}]`
+	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$1" && echo $$ > "$2" && shift 2 && exec "$@"`, "sh",
+		filepath.Join(pids, "cgroup.procs"), filepath.Join(mem, "cgroup.procs"),
+		hostPath(), "-hostile", hostilePath(), "-worktree", t.TempDir(), "-status", "-ops", ops)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("host fixture: %v\n%s\n%s", err, out, stderr.String())
+	}
+	t.Logf("%s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 3 || !strings.Contains(lines[2], `"errno":"EAGAIN"`) {
+		t.Fatalf("the fork past the host's limit: %q", lines)
+	}
+	st, ok := strings.CutPrefix(lines[len(lines)-1], "exit status: ")
+	if !ok {
+		t.Fatalf("no exit status: %q", lines)
+	}
+	for _, want := range []string{"signal: killed", "for want of memory, below the server's limit (2GiB)", "below the server's process limit (512;"} {
+		if !strings.Contains(st, want) {
+			t.Errorf("exit status %q lacks %q", st, want)
+		}
+	}
+	for _, wrong := range []string{"max_memory", "max_processes"} {
+		if strings.Contains(st, wrong) {
+			t.Errorf("exit status %q names %s, which is not what refused it", st, wrong)
 		}
 	}
 }

@@ -44,8 +44,8 @@ func Parse(s string) (int64, error) {
 }
 
 // Format writes n in the largest binary unit that divides it ("96MiB"),
-// else as a number of bytes ("1 byte", "1000 bytes"). For n >= 0, Parse
-// reads what Format writes back to n.
+// else as a number of bytes ("1 byte", "1000 bytes"). For 0 <= n < 2^62,
+// Parse reads what Format writes back to n.
 func Format(n int64) string {
 	for _, u := range []struct {
 		size int64
