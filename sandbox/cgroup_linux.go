@@ -150,13 +150,9 @@ func selfOwner() (cgroupOwner, error) {
 	return cgroupOwner{ns: st.Ino, pid: pid, start: start}, nil
 }
 
-// startTime reads when process pid started (parseStat).
+// startTime reads when process pid started.
 func startTime(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	st, err := parseStat(b)
+	st, err := readStat(pid)
 	return st.start, err
 }
 

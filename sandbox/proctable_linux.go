@@ -17,15 +17,20 @@ func processTable() ([]procEntry, error) {
 		if err != nil || pid <= 0 {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		st, err := readStat(pid)
 		if err != nil {
 			continue // gone meanwhile
-		}
-		st, err := parseStat(b)
-		if err != nil {
-			continue
 		}
 		table = append(table, procEntry{pid: pid, ppid: st.ppid, pgid: st.pgrp, start: st.start, zombie: st.state == 'Z' || st.state == 'X'})
 	}
 	return table, nil
+}
+
+// readStat reads /proc/PID/stat (parseStat).
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseStat(b)
 }
