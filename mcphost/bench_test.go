@@ -239,7 +239,7 @@ func BenchmarkDiscovery10k(b *testing.B) {
 					srv.prepCache = nil
 					srv.mu.Unlock()
 				}
-				entries, _, _ := srv.build(raws, loadedState{state: st})
+				entries, _, _ := srv.build(raws, loadedState{v: &stateView{st: st}})
 				if len(entries) != len(raws) {
 					b.Fatalf("%d of %d tools built", len(entries), len(raws))
 				}
@@ -387,7 +387,7 @@ func BenchmarkBuildGenerated(b *testing.B) {
 	cpu := hostCPU()
 	for b.Loop() {
 		srv.prepCache = nil
-		entries, _, _ := srv.build(raws, loadedState{state: st})
+		entries, _, _ := srv.build(raws, loadedState{v: &stateView{st: st}})
 		if len(entries) != n {
 			b.Fatalf("%d of %d tools built", len(entries), n)
 		}

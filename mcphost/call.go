@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -71,11 +72,11 @@ func (s *Session) call(ctx context.Context, name string, args json.RawMessage) (
 		if e.Decision == Deny {
 			return nil, rec, fmt.Errorf("%w: [mcp.%s] denies %q", ErrDenied, e.Server, e.Tool.Tool)
 		}
-		if e.Withheld {
+		if e.Withheld && !s.opts.ApproveHeld {
 			// Not offered, so not the Approver's to decide: a person
 			// reviews it first.
-			return nil, rec, fmt.Errorf("%w: [mcp.%s] listed %q after its last review and holds such tools until a person reviews them (new_tools = \"hold\"): run `mcphost approve %s`",
-				ErrNeedsApproval, e.Server, e.Tool.Tool, e.Name)
+			return nil, rec, fmt.Errorf("%w: %s is held from the model until a person reviews it (%s): %s",
+				ErrNeedsApproval, e.Name, heldReason(e), s.approveHint(e.Name))
 		}
 		serverArgs, err := e.closed.ForServer(args)
 		switch {
@@ -84,7 +85,7 @@ func (s *Session) call(ctx context.Context, name string, args json.RawMessage) (
 		case err != nil:
 			return nil, rec, fmt.Errorf("%w: %w", ErrBadArguments, err)
 		}
-		if e.Decision == Approval {
+		if e.Decision == Approval || e.Withheld {
 			asked := time.Now()
 			err := s.approve(ctx, e, serverArgs)
 			clk.paused += time.Since(asked)
@@ -166,7 +167,7 @@ func (s *Session) approve(ctx context.Context, e *toolEntry, args json.RawMessag
 			ErrNeedsApproval, approvalReason(e), e.Name)
 	}
 	req := ApprovalRequest{Tool: e.Tool.clone(), Arguments: args, Reason: approvalReason(e)}
-	changes, diff, err := s.reviewText(e)
+	changes, diff, err := reviewText(e.Pin, e.reviewed, e.Definition)
 	if err != nil {
 		// Fail closed: a person must not approve a change they cannot see.
 		return fmt.Errorf("%w: %s, but what changed cannot be shown: %w", ErrNeedsApproval, req.Reason, err)
@@ -184,7 +185,7 @@ func (s *Session) approve(ctx context.Context, e *toolEntry, args json.RawMessag
 		}
 		// The person saw the tool as it is now and chose to review it:
 		// the change or the new tool stops asking to be looked at.
-		if err := s.review(e); err != nil {
+		if err := s.recordReviews(ctx, []subject{toolReview(e).sub}); err != nil {
 			s.addNotice(fmt.Sprintf("approved %s, but could not record the review: %v", e.Name, err))
 		}
 	default:
@@ -193,10 +194,26 @@ func (s *Session) approve(ctx context.Context, e *toolEntry, args json.RawMessag
 	return nil
 }
 
+// heldReason says why a tool is held.
+func heldReason(e *toolEntry) string {
+	switch {
+	case e.Pin == PinChanged:
+		return fmt.Sprintf("it changed since its review: %s", describe(e.Changed))
+	case e.Pin == PinUnpinned:
+		return "its review cannot be read or recorded"
+	case e.srv.sess.lock != nil:
+		return "the lock does not hold it"
+	default:
+		return fmt.Sprintf("[mcp.%s] listed it after its last review, and holds such tools (new_tools = \"hold\")", e.Server)
+	}
+}
+
 func approvalReason(e *toolEntry) string {
 	switch {
 	case e.Pin == PinChanged:
 		return fmt.Sprintf("it changed since its review (%s)", describe(e.Changed))
+	case e.unreviewed && e.srv.sess.lock != nil:
+		return "the lock does not hold it"
 	case e.unreviewed:
 		return fmt.Sprintf("[mcp.%s] listed it after its last review, and no person has reviewed it since", e.Server)
 	case e.srv.cfg.policy(e.Tool.Tool) == Allow:
@@ -296,79 +313,413 @@ func (srv *server) goneError(cause error) error {
 	return fmt.Errorf("%w: server %s exited (%s) during the call", ErrServerGone, srv.cfg.Name, status)
 }
 
-// cut bounds a result to limit bytes of content: text is cut at a rune
-// boundary, other content that does not fit is dropped, and a text notice
-// says so, so the model knows it did not see everything.
+// cutAllowance is the most a result cut to max_output can exceed it by, its
+// texts' JSON escapes aside: the result's envelope ({"content":[…]},
+// isError, resultType), the framing of its first item, and mcphost's note, which is
+// written to fit (cutNoteNames bounds what it lists).
+const cutAllowance = 1024
+
+// cutNoteNames is how many removed parts the note names; the rest it
+// counts.
+const cutNoteNames = 6
+
+// textFrame is what a text item adds to the content array's JSON besides
+// its text: a comma and {"type":"text","text":""}.
+const textFrame = int64(len(`,{"type":"text","text":""}`))
+
+// unfit is the size of a part that cannot be encoded, so never fits; sums
+// are clamped to it so that they cannot overflow.
+const unfit = int64(1) << 60
+
+// cut bounds a result to limit bytes, whichever parts of it the agent
+// passes on: a model's rendering reads the content, but a client may show
+// or store the rest. A text counts its bytes (what the model reads, not
+// their JSON escapes); every other part counts its JSON encoding: other
+// content items, each item's _meta and annotations (and an embedded
+// resource's _meta), structuredContent, and the result's _meta,
+// requestState and inputRequests. Every item but the first also counts
+// its framing in the JSON array, so that many empty items do not pass for
+// nothing. The result's JSON is thus at most limit plus cutAllowance
+// bytes, besides the escapes of its texts.
+//
+// A result that fits is returned as it is, not copied. Of a result that
+// does not fit, the content is kept first, in order, as far as it fits;
+// then, where they still fit, each kept item's annotations and _meta, in
+// order, and the result's _meta, requestState and inputRequests. Text is
+// cut at a rune boundary; any other part that does not fit is dropped
+// whole, never cut mid-JSON. A last text item says that the result was cut
+// and names what is missing, so the model knows it did not see everything.
 func cut(res *mcp.CallToolResult, limit int64, server string) *mcp.CallToolResult {
 	if res == nil {
 		return &mcp.CallToolResult{}
 	}
-	left := limit
+	// The sizes are not kept: a result that fits, the usual case, costs
+	// no more than measuring it, and one with many items no memory per
+	// item. A result that does not fit is measured again.
 	total := int64(0)
-	cutAny := false
-	// kept is made at the first item cut: until then it is
-	// res.Content[:i], and a result that fits, the usual case, is
-	// returned without copying.
-	var kept []mcp.Content
-	drop := func(i int) {
-		if !cutAny {
-			cutAny = true
-			kept = append(make([]mcp.Content, 0, len(res.Content)+1), res.Content[:i]...)
-		}
-	}
+	add := func(n int64) { total = min(total+n, unfit) }
 	for i, c := range res.Content {
-		switch c := c.(type) {
-		case *mcp.TextContent:
-			n := int64(len(c.Text))
-			total += n
-			if n <= left {
-				left -= n
-				if cutAny {
-					kept = append(kept, c)
-				}
-				continue
-			}
-			drop(i)
-			if left > 0 {
-				t := c.Text[:left]
-				for i := 0; i < utf8.UTFMax && len(t) > 0; i++ {
-					if r, size := utf8.DecodeLastRuneInString(t); r != utf8.RuneError || size > 1 {
-						break
-					}
-					t = t[:len(t)-1]
-				}
-				cc := *c
-				cc.Text = t
-				kept = append(kept, &cc)
-				left = 0
-			}
-		default:
-			b, err := json.Marshal(c)
-			n := int64(len(b))
-			total += n
-			if err != nil || n > left {
-				drop(i)
-				continue
-			}
-			left -= n
-			if cutAny {
-				kept = append(kept, c)
-			}
-		}
+		_, size, meta, ann := measure(c, i == 0)
+		add(size)
+		add(meta)
+		add(ann)
 	}
+	var structured, resMeta, state, inputs int64
 	if res.StructuredContent != nil {
-		b, err := json.Marshal(res.StructuredContent)
-		total += int64(len(b))
-		if err != nil || int64(len(b)) > left {
-			drop(len(res.Content))
-			res.StructuredContent = nil
-		}
+		structured = fieldSize("structuredContent", res.StructuredContent)
 	}
-	if !cutAny {
+	if len(res.Meta) > 0 {
+		resMeta = fieldSize("_meta", res.Meta)
+	}
+	if res.RequestState != "" {
+		state = fieldSize("requestState", res.RequestState)
+	}
+	if res.InputRequests != nil {
+		inputs = fieldSize("inputRequests", res.InputRequests)
+	}
+	add(structured)
+	add(resMeta)
+	add(state)
+	add(inputs)
+	if total <= limit {
 		return res
 	}
-	res.Content = append(kept, &mcp.TextContent{Text: fmt.Sprintf(
-		"[mcphost: this result was cut: the tool returned about %d bytes, more than the %d-byte max_output of [mcp.%s]; what is missing was not shown]",
-		total, limit, server)})
+
+	// The content comes first, as it is what the model reads; _meta and
+	// annotations are for the client (the renderings for model APIs drop
+	// them), so they get what the content leaves.
+	var (
+		gone    removed
+		content []mcp.Content
+		later   []pendingMeta
+	)
+	left := limit
+	for i, c := range res.Content {
+		bare, size, meta, ann := measure(c, i == 0)
+		if size <= left {
+			left -= size
+			if meta > 0 || ann > 0 {
+				later = append(later, pendingMeta{at: len(content), i: i, whole: true, meta: meta, ann: ann})
+			}
+			content = append(content, bare)
+			continue
+		}
+		if t, ok := bare.(*mcp.TextContent); ok {
+			n := left
+			if i > 0 {
+				n -= textFrame
+			}
+			if n > 0 {
+				left = 0
+				tc := *t
+				tc.Text = textPrefix(t.Text, n)
+				if meta > 0 || ann > 0 {
+					later = append(later, pendingMeta{at: len(content), i: i, meta: meta, ann: ann})
+				}
+				content = append(content, &tc)
+				gone.add("the end of item %d", i+1)
+				continue
+			}
+		}
+		gone.item(i + 1)
+	}
+	if res.StructuredContent != nil {
+		if structured <= left {
+			left -= structured
+		} else {
+			res.StructuredContent = nil
+			gone.add("structuredContent")
+		}
+	}
+	fits := func(n int64, what string, args ...any) bool {
+		if n == 0 {
+			return true
+		}
+		if n <= left {
+			left -= n
+			return true
+		}
+		gone.add(what, args...)
+		return false
+	}
+	for _, p := range later {
+		keepAnn := fits(p.ann, "annotations of item %d", p.i+1)
+		keepMeta := fits(p.meta, "_meta of item %d", p.i+1)
+		if p.whole && keepAnn && keepMeta {
+			content[p.at] = res.Content[p.i]
+			continue
+		}
+		withMeta(content[p.at], res.Content[p.i], keepMeta, keepAnn)
+	}
+	cutResultMeta(left, &res.Meta, &res.RequestState, &res.InputRequests, &gone)
+	res.Content = append(content, &mcp.TextContent{Text: fmt.Sprintf(
+		"[mcphost: this result was cut: the tool returned about %d bytes, more than the %d-byte max_output of [mcp.%s]; not shown: %s]",
+		total, limit, server, gone.String())})
 	return res
+}
+
+// cutResultMeta keeps a result's own _meta, requestState and
+// inputRequests, in that order, where they fit in left bytes, and drops
+// and names in gone those that do not. These are for the client, so a
+// result's content or messages come first.
+func cutResultMeta(left int64, meta *mcp.Meta, state *string, inputs *mcp.InputRequestMap, gone *removed) {
+	if n := metaSize(*meta); n > left {
+		*meta = nil
+		gone.add("_meta of the result")
+	} else {
+		left -= n
+	}
+	if *state != "" {
+		if n := fieldSize("requestState", *state); n > left {
+			*state = ""
+			gone.add("requestState")
+		} else {
+			left -= n
+		}
+	}
+	if *inputs != nil {
+		if n := fieldSize("inputRequests", *inputs); n > left {
+			*inputs = nil
+			gone.add("inputRequests")
+		}
+	}
+}
+
+// cutPromptExtras keeps a prompt's description, then its _meta,
+// requestState and inputRequests, where they fit in the left bytes its
+// messages leave, and names in gone those it drops.
+func cutPromptExtras(res *mcp.GetPromptResult, left int64, gone *removed) {
+	if res.Description != "" {
+		if n := fieldSize("description", res.Description); n > left {
+			res.Description = ""
+			gone.add("the description")
+		} else {
+			left -= n
+		}
+	}
+	cutResultMeta(left, &res.Meta, &res.RequestState, &res.InputRequests, gone)
+}
+
+// pendingMeta is a kept item whose metadata waits for what the content
+// leaves: content[at] is res.Content[i] without it, whole or cut.
+type pendingMeta struct {
+	at, i     int
+	whole     bool
+	meta, ann int64
+}
+
+// removed names what cut removed, for its note: the first cutNoteNames
+// parts, then how many more. A run of whole items dropped one after
+// another is one part ("items 3–9"), as is usual past the cut.
+type removed struct {
+	names  []string
+	more   int
+	lo, hi int // the run of items dropped last, numbered from 1; none if hi is 0
+}
+
+// item adds item n, dropped whole.
+func (r *removed) item(n int) {
+	if r.hi > 0 && n == r.hi+1 {
+		r.hi = n
+		return
+	}
+	r.flush()
+	r.lo, r.hi = n, n
+}
+
+func (r *removed) add(format string, args ...any) {
+	r.flush()
+	if len(r.names) == cutNoteNames {
+		r.more++
+		return
+	}
+	r.names = append(r.names, fmt.Sprintf(format, args...))
+}
+
+func (r *removed) flush() {
+	lo, hi := r.lo, r.hi
+	if hi == 0 {
+		return
+	}
+	r.hi = 0 // before add, which flushes
+	if lo == hi {
+		r.add("item %d", lo)
+	} else {
+		r.add("items %d–%d", lo, hi)
+	}
+}
+
+func (r *removed) String() string {
+	r.flush()
+	s := strings.Join(r.names, ", ")
+	if r.more > 0 {
+		s += fmt.Sprintf(" and %d more", r.more)
+	}
+	return s
+}
+
+// measure returns content item c without its _meta and annotations (c
+// itself if it has neither, else a shallow copy), what that costs
+// (including its framing unless it is the first item), and what its _meta
+// and its annotations cost, 0 for none.
+func measure(c mcp.Content, first bool) (bare mcp.Content, size, meta, ann int64) {
+	bare, meta, ann = stripMeta(c)
+	if t, ok := bare.(*mcp.TextContent); ok {
+		size = int64(len(t.Text))
+		if !first {
+			size += textFrame
+		}
+		return bare, size, meta, ann
+	}
+	b, err := json.Marshal(bare)
+	if err != nil {
+		return bare, unfit, meta, ann
+	}
+	size = int64(len(b))
+	if !first {
+		size++ // the comma
+	}
+	return bare, size, meta, ann
+}
+
+// stripMeta returns c without its _meta and annotations, and what they
+// cost; see measure. An embedded resource's own _meta goes with the
+// item's: both are for the client.
+func stripMeta(c mcp.Content) (bare mcp.Content, meta, ann int64) {
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		if len(c.Meta) == 0 && c.Annotations == nil {
+			return c, 0, 0
+		}
+		cc := *c
+		cc.Meta, cc.Annotations = nil, nil
+		return &cc, metaSize(c.Meta), annSize(c.Annotations)
+	case *mcp.ImageContent:
+		if len(c.Meta) == 0 && c.Annotations == nil {
+			return c, 0, 0
+		}
+		cc := *c
+		cc.Meta, cc.Annotations = nil, nil
+		return &cc, metaSize(c.Meta), annSize(c.Annotations)
+	case *mcp.AudioContent:
+		if len(c.Meta) == 0 && c.Annotations == nil {
+			return c, 0, 0
+		}
+		cc := *c
+		cc.Meta, cc.Annotations = nil, nil
+		return &cc, metaSize(c.Meta), annSize(c.Annotations)
+	case *mcp.ResourceLink:
+		if len(c.Meta) == 0 && c.Annotations == nil {
+			return c, 0, 0
+		}
+		cc := *c
+		cc.Meta, cc.Annotations = nil, nil
+		return &cc, metaSize(c.Meta), annSize(c.Annotations)
+	case *mcp.EmbeddedResource:
+		var rm mcp.Meta
+		if c.Resource != nil {
+			rm = c.Resource.Meta
+		}
+		if len(c.Meta) == 0 && len(rm) == 0 && c.Annotations == nil {
+			return c, 0, 0
+		}
+		cc := *c
+		cc.Meta, cc.Annotations = nil, nil
+		if len(rm) > 0 {
+			r := *c.Resource
+			r.Meta = nil
+			cc.Resource = &r
+		}
+		return &cc, metaSize(c.Meta) + metaSize(rm), annSize(c.Annotations)
+	}
+	// Another kind of item (tool_use and tool_result belong in sampling
+	// messages, not here) counts whole, as content.
+	return c, 0, 0
+}
+
+// withMeta gives kept, a copy stripMeta or cut made of orig, back orig's
+// _meta (meta) and annotations (ann).
+func withMeta(kept, orig mcp.Content, meta, ann bool) {
+	switch o := orig.(type) {
+	case *mcp.TextContent:
+		k := kept.(*mcp.TextContent)
+		if meta {
+			k.Meta = o.Meta
+		}
+		if ann {
+			k.Annotations = o.Annotations
+		}
+	case *mcp.ImageContent:
+		k := kept.(*mcp.ImageContent)
+		if meta {
+			k.Meta = o.Meta
+		}
+		if ann {
+			k.Annotations = o.Annotations
+		}
+	case *mcp.AudioContent:
+		k := kept.(*mcp.AudioContent)
+		if meta {
+			k.Meta = o.Meta
+		}
+		if ann {
+			k.Annotations = o.Annotations
+		}
+	case *mcp.ResourceLink:
+		k := kept.(*mcp.ResourceLink)
+		if meta {
+			k.Meta = o.Meta
+		}
+		if ann {
+			k.Annotations = o.Annotations
+		}
+	case *mcp.EmbeddedResource:
+		k := kept.(*mcp.EmbeddedResource)
+		if meta {
+			k.Meta, k.Resource = o.Meta, o.Resource
+		}
+		if ann {
+			k.Annotations = o.Annotations
+		}
+	}
+}
+
+func metaSize(m mcp.Meta) int64 {
+	if len(m) == 0 {
+		return 0
+	}
+	return fieldSize("_meta", m)
+}
+
+func annSize(a *mcp.Annotations) int64 {
+	if a == nil {
+		return 0
+	}
+	return fieldSize("annotations", a)
+}
+
+// fieldSize is what a field adds to its object's JSON: a comma, the quoted
+// key, a colon and v's encoding.
+func fieldSize(key string, v any) int64 {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return unfit
+	}
+	return int64(len(`,"":`) + len(key) + len(b))
+}
+
+// textPrefix returns the longest prefix of s of at most n bytes that does
+// not end in a partial rune.
+func textPrefix(s string, n int64) string {
+	if int64(len(s)) <= n {
+		return s
+	}
+	t := s[:n]
+	for i := 0; i < utf8.UTFMax && len(t) > 0; i++ {
+		if r, size := utf8.DecodeLastRuneInString(t); r != utf8.RuneError || size > 1 {
+			break
+		}
+		t = t[:len(t)-1]
+	}
+	return t
 }

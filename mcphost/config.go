@@ -121,6 +121,10 @@ type ServerConfig struct {
 	MaxProcesses int   `json:"max_processes"`
 	MaxMemory    int64 `json:"max_memory"`
 	MaxTmp       int64 `json:"max_tmp"`
+
+	// source is the absolute path of the config file Load read the table
+	// from; "" for a table from Parse or built by a program.
+	source string
 }
 
 // The values of ServerConfig.Home (the home key).

@@ -438,7 +438,7 @@ func TestCorruptStateFailsClosed(t *testing.T) {
 	if _, err := s.Call(context.Background(), "mcp__notes__echo", json.RawMessage(`{"text":"x"}`)); !errors.Is(err, ErrNeedsApproval) {
 		t.Errorf("call with unreadable pins: %v", err)
 	}
-	if err := s.Approve("mcp__notes__echo"); err == nil {
+	if err := approve(s, "mcp__notes__echo"); err == nil {
 		t.Error("Approve over a corrupt state file succeeded")
 	}
 	s.Close()
@@ -694,13 +694,13 @@ func TestCallToFailedServer(t *testing.T) {
 		_, errResources := s.Resources(ctx, server)
 		_, errRead := s.ReadResource(ctx, server, "file:///x")
 		_, errInstructions := s.Instructions(server)
-		_, _, errReview := s.InstructionsReview(server)
+		_, _, errReview := reviewOf(s, "instructions:"+server)
 		_, errPrompt := s.GetPrompt(ctx, server, "p", nil)
-		_, _, errPromptReview := s.PromptReview(server, "p")
+		_, _, errPromptReview := reviewOf(s, "prompt:"+server+"/p")
 		for name, err := range map[string]error{
 			"Resources": errResources, "ReadResource": errRead, "Instructions": errInstructions,
 			"InstructionsReview": errReview, "GetPrompt": errPrompt, "PromptReview": errPromptReview,
-			"ApproveInstructions": s.ApproveInstructions(server), "ApprovePrompt": s.ApprovePrompt(server, "p"),
+			"ApproveInstructions": approve(s, "instructions:"+server), "ApprovePrompt": approve(s, "prompt:"+server+"/p"),
 		} {
 			want, other := ErrUnknownTool, ErrServerGone
 			if server == "exits" {

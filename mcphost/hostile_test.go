@@ -271,7 +271,7 @@ func TestStateDirReachRefused(t *testing.T) {
 	}
 	t.Logf("flock of the lock file from the server: %s", got)
 	done := make(chan error, 1)
-	go func() { done <- s.Approve("mcp__a__echo") }()
+	go func() { done <- approve(s, "mcp__a__echo") }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -298,7 +298,7 @@ func TestStateLockHostageBounded(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- s.Approve("mcp__off__echo") }()
+	go func() { done <- approve(s, "mcp__off__echo") }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, pin.ErrLocked) {

@@ -43,7 +43,7 @@ func TestInstructionsPinned(t *testing.T) {
 	os.WriteFile(ins, []byte(changed), 0o644)
 	s = e.connect(e.opts(), sc)
 	text, err = s.Instructions("notes")
-	if !errors.Is(err, ErrNeedsApproval) || text != "" || !strings.Contains(err.Error(), "approve instructions:notes") {
+	if !errors.Is(err, ErrNeedsApproval) || text != "" || !strings.Contains(err.Error(), "instructions:notes") {
 		t.Fatalf("changed: %q, %v; want ErrNeedsApproval naming the command", text, err)
 	}
 	if noticeWith(s, "notes", "changed its instructions") == "" {
@@ -53,7 +53,7 @@ func TestInstructionsPinned(t *testing.T) {
 	if info.InstructionsPin != PinChanged || info.Instructions != changed {
 		t.Errorf("changed: pin %q text %q", info.InstructionsPin, info.Instructions)
 	}
-	diff, st, err := s.InstructionsReview("notes")
+	diff, st, err := reviewOf(s, "instructions:"+"notes")
 	if err != nil || st != PinChanged || !strings.Contains(diff, "<U+200B>") || !strings.Contains(diff, "id_rsa") {
 		t.Errorf("review: %v %s\n%s", err, st, diff)
 	}
@@ -63,7 +63,7 @@ func TestInstructionsPinned(t *testing.T) {
 	if _, err := s.Instructions("notes"); !errors.Is(err, ErrNeedsApproval) {
 		t.Fatalf("next session: %v", err)
 	}
-	if err := s.ApproveInstructions("notes"); err != nil {
+	if err := approve(s, "instructions:"+"notes"); err != nil {
 		t.Fatal(err)
 	}
 	if text, err := s.Instructions("notes"); err != nil || text != changed {
@@ -150,7 +150,7 @@ func TestInstructionsTooLong(t *testing.T) {
 			if !errors.Is(err, ErrNeedsApproval) {
 				t.Errorf("%d bytes: %v, want ErrNeedsApproval", tt.size, err)
 			}
-			if err := s.ApproveInstructions("notes"); err == nil {
+			if err := approve(s, "instructions:"+"notes"); err == nil {
 				t.Errorf("%d bytes: ApproveInstructions succeeded", tt.size)
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphost/mcphost/internal/hostfile"
 	"github.com/mcphost/mcphost/pin"
 	"github.com/mcphost/mcphost/sandbox"
 )
@@ -44,8 +47,11 @@ type lockFile struct {
 	// noGit says why the committed version proves nothing ("" if it does):
 	// a server could write the git directory.
 	noGit string
-	mu    sync.Mutex
-	seen  map[string]bool // content digests found trusted already
+	// worktree is the session's worktree: its repository is the only one
+	// that can vouch for the lock.
+	worktree string
+	mu       sync.Mutex
+	seen     map[string]bool // content digests found trusted already
 }
 
 func newLockFile(path string, servers []ServerConfig, opts Options) (*lockFile, error) {
@@ -53,25 +59,25 @@ func newLockFile(path string, servers []ServerConfig, opts Options) (*lockFile, 
 	if err != nil {
 		return nil, fmt.Errorf("mcphost: lock file: %w", err)
 	}
+	wt := opts.Worktree
+	if wt == "" {
+		wt = "."
+	}
+	if wt, err = filepath.Abs(wt); err == nil {
+		wt, err = filepath.EvalSymlinks(wt)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: worktree: %w", err)
+	}
 	stateDir := opts.StateDir
 	if stateDir == "" {
-		wt := opts.Worktree
-		if wt == "" {
-			wt = "."
-		}
-		if wt, err = filepath.Abs(wt); err == nil {
-			wt, err = filepath.EvalSymlinks(wt)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("mcphost: worktree: %w", err)
-		}
 		if stateDir, err = DefaultStateDir(wt); err != nil {
 			return nil, fmt.Errorf("mcphost: %w", err)
 		}
 	}
-	lf := &lockFile{path: abs, store: &pin.LockStore{Path: abs, LockTimeout: opts.LockTimeout},
+	lf := &lockFile{path: abs, worktree: wt, store: &pin.LockStore{Path: abs, LockTimeout: opts.LockTimeout},
 		state: &pin.Store{Dir: stateDir, LockTimeout: opts.LockTimeout}, seen: map[string]bool{}}
-	roots, err := WritablePaths(servers, opts)
+	roots, err := writablePaths(servers, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +127,7 @@ func (lf *lockFile) trust(ctx context.Context, data []byte) error {
 	}
 	why := lf.noGit
 	if why == "" {
-		committed, err := committedBlob(ctx, lf.path)
+		committed, err := committedBlob(ctx, lf.worktree, lf.path)
 		switch {
 		case err != nil:
 			why = err.Error()
@@ -129,12 +135,12 @@ func (lf *lockFile) trust(ctx context.Context, data []byte) error {
 			lf.remember(d)
 			return nil
 		default:
-			why = "it differs from the version committed in git (HEAD)"
+			why = "it differs from the version committed in the worktree's repository (HEAD)"
 		}
 	}
-	return fmt.Errorf("mcphost: %w: %s lies in %s, where servers can write, and is neither the version committed in git (%s) nor one you recorded: "+
-		"review it (git diff -- %s), then commit it, or accept it as it is with: mcphost approve -lock %s",
-		ErrLockUntrusted, lf.path, lf.writable, why, lf.path, lf.path)
+	return fmt.Errorf("mcphost: %w: %s lies in %s, where servers can write, and is neither the version committed in the worktree's repository (%s) nor one you recorded: "+
+		"review it whole, or as a diff against its committed version, and trust it as it is with: mcphost approve -lock %s (then commit it)",
+		ErrLockUntrusted, lf.path, lf.writable, why, shellQuote(lf.path))
 }
 
 func (lf *lockFile) remember(d string) {
@@ -143,16 +149,49 @@ func (lf *lockFile) remember(d string) {
 	lf.mu.Unlock()
 }
 
-// committedBlob returns the content of path in the git commit HEAD of the
-// repository holding it, through `git cat-file blob`, which runs no hook,
-// filter or fsmonitor. It is bounded in time (gitTimeout) and size.
-func committedBlob(ctx context.Context, path string) ([]byte, error) {
+// committedBlob returns the content of the lock at path in the commit HEAD
+// of the worktree's own repository: the one git finds from the worktree,
+// whose git directory the sandbox keeps read-only to every server. A
+// repository a server made (git init in a directory of the worktree) is
+// not asked: the lock must be committed at its path relative to the top
+// of the worktree's repository. git runs without the environment's GIT_
+// variables, through commands that run no hook, filter or fsmonitor,
+// bounded in time (gitTimeout) and size.
+func committedBlob(ctx context.Context, worktree, path string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "--no-optional-locks", "-c", "core.fsmonitor=false",
-		"cat-file", "blob", "HEAD:./"+filepath.Base(path))
-	cmd.Dir = filepath.Dir(path)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	out, err := runGit(ctx, worktree, 4096, "rev-parse", "--path-format=absolute", "--git-dir", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("the worktree %s is in no git repository git can read (%v)", worktree, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) != 2 {
+		return nil, fmt.Errorf("the worktree %s is in no git repository with a work tree", worktree)
+	}
+	gitDir, top := lines[0], lines[1]
+	canon := path
+	if d, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		canon = filepath.Join(d, filepath.Base(path))
+	}
+	rel, err := filepath.Rel(top, canon)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil, fmt.Errorf("it lies outside the worktree's repository %s", top)
+	}
+	return runGit(ctx, top, 256<<20, "--git-dir="+gitDir, "--work-tree="+top, "cat-file", "blob", "HEAD:"+filepath.ToSlash(rel))
+}
+
+// runGit runs git in dir and returns at most limit bytes of its output.
+func runGit(ctx context.Context, dir string, limit int64, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-optional-locks", "-c", "core.fsmonitor=false"}, args...)...)
+	cmd.Dir = dir
+	// GIT_DIR and its kin in the person's environment would name another
+	// repository than the one the sandbox protects.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "GIT_TERMINAL_PROMPT=0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
 	out, err := cmd.StdoutPipe()
@@ -162,7 +201,7 @@ func committedBlob(ctx context.Context, path string) ([]byte, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("git cannot run: %v", err)
 	}
-	data, rerr := io.ReadAll(io.LimitReader(out, 256<<20))
+	data, rerr := io.ReadAll(io.LimitReader(out, limit))
 	werr := cmd.Wait()
 	if rerr != nil {
 		return nil, fmt.Errorf("reading it from git: %v", rerr)
@@ -230,57 +269,180 @@ func (lf *lockFile) accept(d string) error {
 	})
 }
 
-// LoadLock reads the lock file at path for a session of servers under opts
-// (Connect creates a missing one, empty, before its servers start) and
-// returns it if its content is trusted: it lies outside every path a
-// server could write, or it is the version committed in git (unless a
-// server could write the git directory), or it is the content this
-// person's mcphost last wrote or accepted (recorded in the state
-// directory). A missing file is an empty lock. Otherwise the error wraps
-// ErrLockUntrusted, or pin.ErrCorrupt or pin.ErrFutureVersion, and
-// says what to do.
-func LoadLock(ctx context.Context, path string, servers []ServerConfig, opts Options) (*pin.Lock, error) {
+// LockReview is a lock file's content as a person reviews it before
+// trusting it as it is (ReviewLock): everything in it that differs from
+// the version committed in the worktree's repository, or, with nothing
+// committed, all of it.
+type LockReview struct {
+	// Path is the lock file's absolute path; Digest the digest of the
+	// content shown (pin.DigestBytes), which Accept records.
+	Path   string
+	Digest string
+	// Against says what Text compares the content with: "the version
+	// committed in the worktree's repository (HEAD)", or why there is none
+	// to compare with (then Text shows everything).
+	Against string
+	// Text is every server of the lock with its table, program, tools,
+	// instructions and prompts, each whole or as a line diff from the
+	// committed version ("unchanged" lines name what is the same), ready
+	// to print: every invisible or control character is a visible escape.
+	Text string
+
+	data []byte
+	lf   *lockFile
+}
+
+// ReviewLock reads the lock file at path, for a session of servers under
+// opts, as a person reviews it before trusting it as it is (for a lock they
+// cannot or will not commit, or one a server could have written). The file
+// is read as hostile input: a regular file, bounded. Its error wraps
+// pin.ErrCorrupt or pin.ErrFutureVersion for content that is not a lock.
+func ReviewLock(ctx context.Context, path string, servers []ServerConfig, opts Options) (*LockReview, error) {
 	lf, err := newLockFile(path, servers, opts)
 	if err != nil {
 		return nil, err
 	}
-	return lf.load(ctx)
+	l, data, err := lf.store.Load()
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: %w", err)
+	}
+	if data == nil {
+		return nil, fmt.Errorf("mcphost: %s: %w", lf.path, fs.ErrNotExist)
+	}
+	r := &LockReview{Path: lf.path, Digest: pin.DigestBytes(data), data: data, lf: lf}
+	base := &pin.Lock{Servers: map[string]pin.LockServer{}}
+	committed, err := committedBlob(ctx, lf.worktree, lf.path)
+	switch {
+	case err != nil:
+		r.Against = "nothing: there is no committed version to compare with (" + err.Error() + "), so all of it is shown"
+	default:
+		if cl, err := pin.ParseLock(committed); err != nil {
+			r.Against = "nothing: the committed version is not a lock this mcphost reads (" + err.Error() + "), so all of it is shown"
+		} else {
+			base = cl
+			r.Against = "the version committed in the worktree's repository (HEAD)"
+		}
+	}
+	var b strings.Builder
+	names := slices.Sorted(maps.Keys(l.Servers))
+	for name := range base.Servers {
+		if _, ok := l.Servers[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		writeLockServer(&b, name, base.Servers[name], l.Servers[name], hasKey(base.Servers, name), hasKey(l.Servers, name))
+	}
+	if len(names) == 0 {
+		b.WriteString("(the lock holds no server)\n")
+	}
+	r.Text = b.String()
+	return r, nil
 }
 
-// UpdateLock changes the lock file at path with fn, as Session.Approve
-// does for tools: under the lock's flock (at most opts.LockTimeout), only if
-// its current content is trusted (see LoadLock; else an error wrapping
-// ErrLockUntrusted and nothing written), atomically, and recording the
-// digest of the new content in the state directory so that it is trusted
-// before it is committed. fn sees the lock as it is on disk.
-func UpdateLock(ctx context.Context, path string, servers []ServerConfig, opts Options, fn func(*pin.Lock) error) error {
-	lf, err := newLockFile(path, servers, opts)
-	if err != nil {
-		return err
-	}
-	return lf.update(ctx, fn)
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
-// AcceptLock records data, the content of the lock file at path that a
-// person reviewed, as trusted by them (its digest, in the state directory)
-// whatever its provenance: for a lock they cannot or will not commit. The
-// file itself is not read: if it changes after the person saw it, the
-// changed content is not trusted. data must parse as a lock.
-func AcceptLock(path string, data []byte, servers []ServerConfig, opts Options) error {
-	if _, err := pin.ParseLock(data); err != nil {
-		return fmt.Errorf("mcphost: %s: %w", path, err)
+// writeLockServer writes one server of a lock as it differs from before.
+func writeLockServer(b *strings.Builder, name string, before, now pin.LockServer, was, is bool) {
+	fmt.Fprintf(b, "server %s:", pin.Visible(name))
+	switch {
+	case !is:
+		b.WriteString(" removed from the lock\n")
+		return
+	case !was:
+		b.WriteString(" new in the lock\n")
+	default:
+		b.WriteString("\n")
 	}
-	lf, err := newLockFile(path, servers, opts)
-	if err != nil {
-		return err
+	entry := func(what string, old, cur *pin.LockEntry) {
+		switch {
+		case cur == nil && old == nil:
+		case cur == nil:
+			fmt.Fprintf(b, "  %s: removed\n", what)
+		case old != nil && old.Digest == cur.Digest:
+			fmt.Fprintf(b, "  %s: unchanged\n", what)
+		default:
+			from := json.RawMessage(`{}`)
+			how := "new, whole"
+			if old != nil {
+				from, how = old.Definition, "changed"
+			}
+			fmt.Fprintf(b, "  %s: %s\n", what, how)
+			changes, err := pin.Diff(from, cur.Definition)
+			if err == nil {
+				var sb strings.Builder
+				if err = pin.Format(&sb, changes); err == nil {
+					for _, line := range strings.SplitAfter(sb.String(), "\n") {
+						if line != "" {
+							b.WriteString("    " + line)
+						}
+					}
+				}
+			}
+			if err != nil {
+				fmt.Fprintf(b, "    (it cannot be shown: %s)\n", pin.Visible(err.Error()))
+			}
+		}
 	}
-	if err := lf.accept(pin.DigestBytes(data)); err != nil {
+	entry("table", before.Table, now.Table)
+	if changes := programChanges(before.Program, now.Program); len(changes) > 0 || !was {
+		b.WriteString("  program:\n")
+		for _, f := range now.Program {
+			fmt.Fprintf(b, "    %s %s %s\n", f.Role, pin.Visible(f.Path), fileID(f))
+		}
+		for _, c := range changes {
+			if was {
+				fmt.Fprintf(b, "    changed: %s\n", c)
+			}
+		}
+	} else {
+		b.WriteString("  program: unchanged\n")
+	}
+	ptr := func(m map[string]pin.LockEntry, k string) *pin.LockEntry {
+		if e, ok := m[k]; ok {
+			return &e
+		}
+		return nil
+	}
+	tools := slices.Sorted(maps.Keys(now.Tools))
+	for t := range before.Tools {
+		if _, ok := now.Tools[t]; !ok {
+			tools = append(tools, t)
+		}
+	}
+	slices.Sort(tools)
+	for _, t := range tools {
+		entry("tool "+pin.Visible(t), ptr(before.Tools, t), ptr(now.Tools, t))
+	}
+	entry("instructions", before.Instructions, now.Instructions)
+	prompts := slices.Sorted(maps.Keys(now.Prompts))
+	for p := range before.Prompts {
+		if _, ok := now.Prompts[p]; !ok {
+			prompts = append(prompts, p)
+		}
+	}
+	slices.Sort(prompts)
+	for _, p := range prompts {
+		entry("prompt "+pin.Visible(p), ptr(before.Prompts, p), ptr(now.Prompts, p))
+	}
+}
+
+// Accept records the content the review showed as trusted by this person
+// (its digest, in the state directory), whatever its provenance. The file
+// itself is not read again: if it changed after the review, the changed
+// content is not trusted.
+func (r *LockReview) Accept() error {
+	if err := r.lf.accept(r.Digest); err != nil {
 		return fmt.Errorf("mcphost: %w", err)
 	}
 	return nil
 }
 
-// ProgramIdentity returns what identifies the program a server's table
+// programIdentity returns what identifies the program a server's table
 // runs, as a lock records it: the program (the command's first word as
 // the config gives it) with the digest of its file; the "#!" interpreters
 // that lie in the worktree, by path relative to it, with their digests; the
@@ -290,22 +452,7 @@ func AcceptLock(path string, data []byte, servers []ServerConfig, opts Options) 
 // node_modules it lies in shows. A program that is a known interpreter
 // running a script, and lies outside the worktree, gets no digest: it is a
 // system program whose build differs between machines, and the script is
-// the server. Errors are those of sandbox.Programs.
-func ProgramIdentity(sc ServerConfig, opts Options) ([]pin.ProgramFile, error) {
-	wt := opts.Worktree
-	if wt == "" {
-		wt = "."
-	}
-	wt, err := filepath.Abs(wt)
-	if err == nil {
-		wt, err = filepath.EvalSymlinks(wt)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("mcphost: worktree: %w", err)
-	}
-	return programIdentity(sc, wt, opts.HostEnv)
-}
-
+// the server. Errors are those of sandbox.Programs; worktree is absolute and resolved.
 func programIdentity(sc ServerConfig, worktree string, hostEnv []string) ([]pin.ProgramFile, error) {
 	sc = sc.withDefaults()
 	if len(sc.Command) == 0 {
@@ -391,17 +538,18 @@ func npmPackage(file string) string {
 	if end >= len(parts) { // the package's directory must hold file
 		return ""
 	}
-	f, err := os.Open(filepath.FromSlash(strings.Join(parts[:first], "/") + "/package-lock.json"))
+	// A server could have written it: a FIFO or a device there gives no
+	// version, as an unreadable file does, instead of a stalled read.
+	data, err := hostfile.Read(filepath.FromSlash(strings.Join(parts[:first], "/")+"/package-lock.json"), maxPackageLock)
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
 	var pl struct {
 		Packages map[string]struct {
 			Version string `json:"version"`
 		} `json:"packages"`
 	}
-	if err := json.NewDecoder(io.LimitReader(f, maxPackageLock)).Decode(&pl); err != nil {
+	if err := json.Unmarshal(data, &pl); err != nil {
 		return ""
 	}
 	p, ok := pl.Packages[strings.Join(parts[first:end], "/")]
@@ -411,10 +559,10 @@ func npmPackage(file string) string {
 	return strings.Join(parts[last+1:end], "/") + "@" + p.Version
 }
 
-// ProgramChanges describes, for a person, how a program identity differs
+// programChanges describes, for a person, how a program identity differs
 // from the one a lock recorded: one line per file added, removed or
 // changed. It returns nil when they are the same.
-func ProgramChanges(locked, current []pin.ProgramFile) []string {
+func programChanges(locked, current []pin.ProgramFile) []string {
 	var out []string
 	for i := 0; i < max(len(locked), len(current)); i++ {
 		switch {
@@ -445,22 +593,4 @@ func fileID(f pin.ProgramFile) string {
 		id = pin.Visible(f.Package) + " " + id
 	}
 	return id
-}
-
-// lockView is the lock as the pins of the servers named: a tool is
-// reviewed only if the lock holds it, so every server has a ServerEntry
-// (a server not in the lock has an empty one: nothing of it is reviewed).
-func lockView(l *pin.Lock, servers []string) *pin.State {
-	st := &pin.State{Version: pin.FormatVersion, Tools: map[string]pin.Entry{}, Servers: map[string]pin.ServerEntry{}, Tables: map[string]pin.Entry{}}
-	for _, name := range servers {
-		ls := l.Servers[name]
-		names := make([]string, 0, len(ls.Tools))
-		for tool, e := range ls.Tools {
-			names = append(names, tool)
-			st.Tools[pin.Key(name, tool)] = pin.Entry{Digest: e.Digest, Definition: e.Definition}
-		}
-		slices.Sort(names)
-		st.Servers[name] = pin.ServerEntry{Tools: names}
-	}
-	return st
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,7 +30,7 @@ func TestProgramIdentity(t *testing.T) {
 	mkfileT(t, filepath.Join(wt, "package-lock.json"), `{"lockfileVersion":3,"packages":{"":{},"node_modules/@acme/notes":{"version":"1.2.3"}}}`)
 	sc := ServerConfig{Name: "notes", Command: []string{"node", "node_modules/@acme/notes/dist/index.js"}}
 	opts := Options{Worktree: wt, HostEnv: []string{"PATH=" + filepath.Dir(node)}}
-	got, err := ProgramIdentity(sc, opts)
+	got, err := programIdentityOf(sc, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,66 +43,72 @@ func TestProgramIdentity(t *testing.T) {
 	}
 	mkfileT(t, script, "console.log(2)\n")
 	mkfileT(t, filepath.Join(wt, "package-lock.json"), `{"packages":{"node_modules/@acme/notes":{"version":"1.2.4"}}}`)
-	now, _ := ProgramIdentity(sc, opts)
-	changes := ProgramChanges(got, now)
+	now, _ := programIdentityOf(sc, opts)
+	changes := programChanges(got, now)
 	if len(changes) != 1 || !strings.Contains(changes[0], "@acme/notes@1.2.4 b3v1:") || !strings.Contains(changes[0], "was @acme/notes@1.2.3") {
 		t.Errorf("changes: %q", changes)
 	}
-	if c := ProgramChanges(got, got); c != nil {
+	if c := programChanges(got, got); c != nil {
 		t.Errorf("no change: %q", c)
 	}
 
 	bin := filepath.Join(wt, "bin", "notes")
 	mkfileT(t, bin, "#!/bin/sh\nexit 0\n")
 	os.Chmod(bin, 0o755)
-	prog, err := ProgramIdentity(ServerConfig{Name: "b", Command: []string{"bin/notes"}}, opts)
+	prog, err := programIdentityOf(ServerConfig{Name: "b", Command: []string{"bin/notes"}}, opts)
 	if err != nil || len(prog) != 1 || prog[0].Path != "bin/notes" || prog[0].Digest != pin.DigestBytes([]byte("#!/bin/sh\nexit 0\n")) {
 		t.Errorf("a program in the worktree: %+v %v", prog, err)
 	}
 }
 
 // TestLockSessionConcurrentReviews: with Options.LockFile, first sight
-// records nothing and trusts nothing; many goroutines approving at once
-// (Approve, and an Approver's ApproveAndReview) all land in the lock, none
-// in the state; a second session with an empty state sees them reviewed.
+// records nothing and trusts nothing (every tool is held from the model);
+// many goroutines approving at once all land in the lock, none in the
+// state; a second session with an empty state sees them reviewed.
 func TestLockSessionConcurrentReviews(t *testing.T) {
 	e := newEnv(t)
 	lock := filepath.Join(t.TempDir(), "team.lock") // outside every writable path: trusted as it is
 	opts := e.opts()
 	opts.LockFile = lock
-	opts.Approver = func(context.Context, ApprovalRequest) (Verdict, error) { return ApproveAndReview, nil }
 	s := e.connect(opts, fixture("notes"))
+	if n := len(s.Tools()); n != 0 {
+		t.Errorf("%d tools offered on first sight with a lock, want none", n)
+	}
 	var names []string
-	for _, tool := range s.Tools() {
-		if tool.Decision != Approval || tool.Pin != PinNew {
-			t.Errorf("%s on first sight with a lock: %s %s, want approval new", tool.Name, tool.Decision, tool.Pin)
+	for _, tool := range s.AllTools() {
+		if tool.Decision == Deny {
+			continue
+		}
+		if !tool.Withheld || tool.Pin != PinNew {
+			t.Errorf("%s on first sight with a lock: held %v %s, want held new", tool.Name, tool.Withheld, tool.Pin)
 		}
 		names = append(names, tool.Name)
 	}
+	if len(names) < 3 {
+		t.Fatalf("only %d tools: %v", len(names), names)
+	}
 	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
+	for _, name := range names {
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if i%2 == 0 {
-				if err := s.Approve(name); err != nil {
-					t.Error(err)
-				}
-				return
-			}
-			if name == "mcp__notes__echo" {
-				if _, err := s.Call(context.Background(), name, json.RawMessage(`{"text":"x"}`)); err != nil {
-					t.Error(err)
-				}
-				return
-			}
-			if err := s.Approve(name); err != nil {
+			if err := approve(s, name); err != nil {
 				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			// A call races the review: held (refused) or reviewed.
+			if _, err := s.Call(context.Background(), name, json.RawMessage(`{}`)); err != nil && !errors.Is(err, ErrNeedsApproval) && !errors.Is(err, ErrBadArguments) && !errors.Is(err, ErrDeclined) {
+				var ce *CallError
+				if !errors.As(err, &ce) {
+					t.Errorf("call %s: %v", name, err)
+				}
 			}
 		}()
 	}
 	wg.Wait()
-	l, err := LoadLock(context.Background(), lock, []ServerConfig{fixture("notes")}, opts)
+	l, err := loadLock(context.Background(), lock, []ServerConfig{fixture("notes")}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +121,18 @@ func TestLockSessionConcurrentReviews(t *testing.T) {
 	other := &env{t: t, worktree: e.worktree, state: t.TempDir()}
 	o := other.opts()
 	o.LockFile = lock
-	s2 := other.connect(o, fixture("notes"))
+	sc := fixture("notes")
+	s2 := other.connect(o, sc)
+	if got := len(s2.Tools()); got != len(names) {
+		t.Errorf("second session offers %d tools, want %d", got, len(names))
+	}
 	for _, tool := range s2.Tools() {
-		if tool.Pin != PinSame || tool.Decision != Allow {
-			t.Errorf("second session: %s %s %s, want allow same", tool.Name, tool.Decision, tool.Pin)
+		want := Approval
+		if slices.Contains(sc.Allow, tool.Tool) {
+			want = Allow
+		}
+		if tool.Pin != PinSame || tool.Decision != want {
+			t.Errorf("second session: %s %s %s, want %s same", tool.Name, tool.Decision, tool.Pin, want)
 		}
 	}
 }
@@ -157,7 +172,7 @@ func BenchmarkLoadLock(b *testing.B) {
 			opts := Options{Worktree: wt, StateDir: state}
 			switch where {
 			case "recorded":
-				if err := AcceptLock(path, data, servers, opts); err != nil {
+				if err := acceptLock(path, data, servers, opts); err != nil {
 					b.Fatal(err)
 				}
 			case "committed":
@@ -175,7 +190,7 @@ func BenchmarkLoadLock(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := LoadLock(context.Background(), path, servers, opts); err != nil {
+				if _, err := loadLock(context.Background(), path, servers, opts); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -199,7 +214,7 @@ func TestLockTrustGrants(t *testing.T) {
 	}
 	off := fixture("off")
 	off.Unconfined = true
-	if _, err := LoadLock(context.Background(), outside, []ServerConfig{off}, e.opts()); !errors.Is(err, ErrLockUntrusted) {
+	if _, err := loadLock(context.Background(), outside, []ServerConfig{off}, e.opts()); !errors.Is(err, ErrLockUntrusted) {
 		t.Errorf("a lock outside the worktree with an unconfined server: %v, want ErrLockUntrusted", err)
 	}
 	committed := filepath.Join(e.worktree, pin.LockFileName)
@@ -214,12 +229,12 @@ func TestLockTrustGrants(t *testing.T) {
 		}
 	}
 	// The control: committed, with no such grant, it is trusted.
-	if _, err := LoadLock(context.Background(), committed, []ServerConfig{fixture("a")}, e.opts()); err != nil {
+	if _, err := loadLock(context.Background(), committed, []ServerConfig{fixture("a")}, e.opts()); err != nil {
 		t.Fatalf("a committed lock: %v", err)
 	}
 	g := fixture("a")
 	g.WritableGit = true
-	if _, err := LoadLock(context.Background(), committed, []ServerConfig{g}, e.opts()); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), `git = "write"`) {
+	if _, err := loadLock(context.Background(), committed, []ServerConfig{g}, e.opts()); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), `git = "write"`) {
 		t.Errorf("a committed lock with git = \"write\": %v, want ErrLockUntrusted naming the grant", err)
 	}
 }

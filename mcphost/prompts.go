@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -55,13 +54,11 @@ func (srv *server) listPrompts(ctx context.Context, cs *mcp.ClientSession, tap *
 	})
 }
 
-// pinPrompts turns a server's raw prompts into Prompts under the reviewed
-// state, with the rules of tools: unreadable state, PinUnpinned; a pin
-// whose digest differs, PinChanged; no pin on a server whose prompts were
-// reviewed (its instructions entry says so), PinNew and Unreviewed; no pin
-// otherwise, PinNew and recorded as its first sight. Only trusted prompts
-// can be got.
-func (srv *server) pinPrompts(raws []json.RawMessage, ls loadedState, now time.Time) (prompts []*Prompt, recs []pinRecord, notices []string) {
+// pinPrompts turns a server's raw prompts into Prompts judged against
+// their reviews (judge): a prompt's text reaches the model only as
+// reviewed, or as first seen on a server never reviewed (trusted), as
+// GetPrompt checks. It returns the first sights to record and notices.
+func (srv *server) pinPrompts(raws []json.RawMessage, ls loadedState) (prompts []*Prompt, recs []subject, notices []string) {
 	name := srv.cfg.Name
 	seen := map[string]bool{}
 	var fresh []string
@@ -83,48 +80,36 @@ func (srv *server) pinPrompts(raws []json.RawMessage, ls loadedState, now time.T
 		if seen[*d.Name] {
 			notices = append(notices, fmt.Sprintf("server %s lists prompt %q more than once; skipped it", name, printable(*d.Name, 80)))
 			prompts = slices.DeleteFunc(prompts, func(p *Prompt) bool { return p.Name == *d.Name })
+			recs = slices.DeleteFunc(recs, func(r subject) bool { return r.name == *d.Name })
 			continue
 		}
 		seen[*d.Name] = true
 		p := &Prompt{Server: name, Name: *d.Name, Title: d.Title, Description: d.Description,
 			Arguments: nonNull(d.Arguments), Definition: raw, Digest: digest}
+		v := judge(ls.prior(kindPrompt, name, p.Name), digest)
+		p.Pin, p.Unreviewed, p.reviewed = v.pin, v.unreviewed, v.reviewed
 		switch {
-		case ls.err != nil || ls.state == nil || ls.lock != nil:
-			// A lock does not record prompts (yet): with one, nothing
-			// is trusted on first sight.
-			p.Pin = PinUnpinned
-		default:
-			key := pin.Key(name, p.Name)
-			prev, pinned := ls.state.Prompts[key]
-			_, reviewed := ls.state.Instructions[name]
-			switch {
-			case pinned && prev.Digest == digest:
-				p.Pin = PinSame
-			case pinned:
-				p.Pin, p.reviewed = PinChanged, prev.Definition
-				if changes, err := pin.Diff(prev.Definition, raw); err == nil {
-					for _, c := range changes {
-						p.Changed = append(p.Changed, c.Field)
-					}
+		case v.pin == PinChanged:
+			if changes, err := pin.Diff(v.reviewed, raw); err == nil {
+				for _, c := range changes {
+					p.Changed = append(p.Changed, c.Field)
 				}
-				notices = append(notices, fmt.Sprintf("server %s changed prompt %q since its review (%s): it cannot be got until re-reviewed (mcphost approve prompt:%s/%s)",
-					name, printable(p.Name, 80), describe(p.Changed), name, printable(p.Name, 80)))
-			case reviewed:
-				p.Pin, p.Unreviewed = PinNew, true
-				fresh = append(fresh, printable(p.Name, 80))
-			default:
-				p.Pin = PinNew
-				recs = append(recs, pinRecord{kind: kindPrompt, key: key, entry: pin.Entry{Digest: digest, Definition: raw, ReviewedAt: now}})
 			}
+			notices = append(notices, fmt.Sprintf("server %s changed prompt %q since its review (%s): it cannot be got until re-reviewed (%s)",
+				name, printable(p.Name, 80), describe(p.Changed), srv.sess.approveHint("prompt:"+name+"/"+printable(p.Name, 80))))
+		case v.unreviewed && ls.err == nil:
+			fresh = append(fresh, printable(p.Name, 80))
+		}
+		// Only a trusted first sight is recorded: one no review covers
+		// waits for a person, as the prompt cannot be got before.
+		if v.record && !v.unreviewed {
+			recs = append(recs, subject{kind: kindPrompt, server: name, name: p.Name, def: raw, digest: digest})
 		}
 		prompts = append(prompts, p)
 	}
-	if ls.lock != nil && len(prompts) > 0 {
-		notices = append(notices, fmt.Sprintf("server %s: its prompts cannot be got: a lock file does not record prompts, and with a lock nothing is trusted on first sight", name))
-	}
 	if len(fresh) > 0 {
-		notices = append(notices, fmt.Sprintf("server %s offers %d prompt(s) no review on record covers: %s; they cannot be got until reviewed (mcphost approve prompt:%s/NAME)",
-			name, len(fresh), strings.Join(fresh, ", "), name))
+		notices = append(notices, fmt.Sprintf("server %s offers %d prompt(s) no review on record covers: %s; they cannot be got until reviewed (%s)",
+			name, len(fresh), strings.Join(fresh, ", "), srv.sess.approveHint(name)))
 	}
 	return prompts, recs, notices
 }
@@ -132,7 +117,7 @@ func (srv *server) pinPrompts(raws []json.RawMessage, ls loadedState, now time.T
 // publishPrompts lists and pins a running server's prompts, if it offers
 // any, within its startup_timeout. A server whose prompts cannot be read
 // keeps its tools: the failure is a notice.
-func (s *Session) publishPrompts(srv *server, ls loadedState) []pinRecord {
+func (s *Session) publishPrompts(srv *server, ls loadedState) []subject {
 	srv.mu.Lock()
 	cs, tap := srv.cs, srv.tap
 	srv.prompts = nil
@@ -150,7 +135,7 @@ func (s *Session) publishPrompts(srv *server, ls loadedState) []pinRecord {
 		s.addNotice(fmt.Sprintf("server %s: its prompts could not be listed: %v", srv.cfg.Name, err))
 		return nil
 	}
-	prompts, recs, notices := srv.pinPrompts(raws, ls, time.Now().UTC())
+	prompts, recs, notices := srv.pinPrompts(raws, ls)
 	srv.mu.Lock()
 	srv.prompts = prompts
 	srv.mu.Unlock()
@@ -162,12 +147,12 @@ func (s *Session) publishPrompts(srv *server, ls loadedState) []pinRecord {
 
 // distrustPrompt makes a first-seen prompt that could not be recorded
 // PinUnpinned: without a record, a later change could not be caught.
-func (s *Session) distrustPrompt(r pinRecord) {
-	srv := s.servers[r.server()]
+func (s *Session) distrustPrompt(r subject) {
+	srv := s.servers[r.server]
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	for i, p := range srv.prompts {
-		if pin.Key(p.Server, p.Name) == r.key && p.Digest == r.entry.Digest && p.Pin == PinNew {
+		if p.Name == r.name && p.Digest == r.digest && p.Pin == PinNew {
 			upd := *p
 			upd.Pin = PinUnpinned
 			srv.prompts[i] = &upd
@@ -253,126 +238,58 @@ func (s *Session) GetPrompt(ctx context.Context, server, name string, args map[s
 }
 
 // cutPrompt bounds a prompt's messages as cut bounds a tool's result:
-// each message's content goes through cut on its own share of what is
-// left, and from the first message cut on, the rest are dropped and a
-// last user message says so.
+// each message's content counts as cut counts it, its _meta and
+// annotations too. A message whose content fits but for those keeps its
+// content without them; otherwise it goes through cut on what is left,
+// and from that message on the rest are dropped and a last user message
+// says so. The prompt's description, _meta, requestState and
+// inputRequests get what the messages leave (see cutPromptExtras). The
+// note names what metadata was dropped.
 func cutPrompt(res *mcp.GetPromptResult, limit int64, server string) *mcp.GetPromptResult {
 	if res == nil {
 		return &mcp.GetPromptResult{}
 	}
 	left := limit
+	var gone removed
 	for i, m := range res.Messages {
 		if m == nil || m.Content == nil {
 			continue
 		}
-		one := &mcp.CallToolResult{Content: []mcp.Content{m.Content}}
-		size := contentSize(m.Content)
-		if size <= left {
-			left -= size
+		bare, size, meta, ann := measure(m.Content, true)
+		if size+meta+ann <= left {
+			left -= size + meta + ann
 			continue
 		}
-		kept := cut(one, left, server)
+		if size <= left {
+			// They are for the client: they go, not the message.
+			left -= size
+			res.Messages[i] = &mcp.PromptMessage{Role: m.Role, Content: bare}
+			gone.add("the _meta and annotations of message %d", i+1)
+			continue
+		}
+		kept := cut(&mcp.CallToolResult{Content: []mcp.Content{m.Content}}, left, server)
 		msgs := slices.Clone(res.Messages[:i])
 		if len(kept.Content) > 1 { // the cut part, then cut's note
 			msgs = append(msgs, &mcp.PromptMessage{Role: m.Role, Content: kept.Content[0]})
 		}
+		cutPromptExtras(res, 0, &gone)
+		extras := ""
+		if s := gone.String(); s != "" {
+			extras = ", nor " + s
+		}
 		msgs = append(msgs, &mcp.PromptMessage{Role: "user", Content: &mcp.TextContent{Text: fmt.Sprintf(
-			"[mcphost: this prompt was cut: its messages are larger than the %d-byte max_output of [mcp.%s]; %d message(s) were not shown]",
-			limit, server, len(res.Messages)-i-1)}})
+			"[mcphost: this prompt was cut: its messages are larger than the %d-byte max_output of [mcp.%s]; %d message(s) were not shown%s]",
+			limit, server, len(res.Messages)-i-1, extras)}})
 		res.Messages = msgs
 		return res
 	}
+	cutPromptExtras(res, left, &gone)
+	if s := gone.String(); s != "" {
+		res.Messages = append(res.Messages, &mcp.PromptMessage{Role: "user", Content: &mcp.TextContent{Text: fmt.Sprintf(
+			"[mcphost: this prompt was cut: it is larger than the %d-byte max_output of [mcp.%s]; not shown: %s]",
+			limit, server, s)}})
+	}
 	return res
-}
-
-// contentSize is what cut counts of one content item: a text's bytes,
-// another item's JSON.
-func contentSize(c mcp.Content) int64 {
-	if t, ok := c.(*mcp.TextContent); ok {
-		return int64(len(t.Text))
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return 1 << 62
-	}
-	return int64(len(b))
-}
-
-// PromptReview returns what a person needs to review a prompt: its changes
-// since its review, or its whole definition, rendered by pin.Format with
-// every invisible character visible; "" when it is as reviewed.
-func (s *Session) PromptReview(server, name string) (string, PinStatus, error) {
-	srv, ok := s.servers[server]
-	if !ok {
-		return "", "", fmt.Errorf("mcphost: %w: no server named %q", ErrUnknownTool, printable(server, 80))
-	}
-	p, ok := srv.prompt(name)
-	if !ok {
-		return "", "", fmt.Errorf("mcphost: %w: server %s offers no prompt %q", ErrUnknownTool, server, printable(name, 80))
-	}
-	if p.Pin == PinSame {
-		return "", p.Pin, nil
-	}
-	from := json.RawMessage(`{}`)
-	if p.Pin == PinChanged {
-		from = p.reviewed
-	}
-	changes, err := pin.Diff(from, p.Definition)
-	if err != nil {
-		return "", p.Pin, err
-	}
-	var b strings.Builder
-	if err := pin.Format(&b, changes); err != nil {
-		return "", p.Pin, err
-	}
-	return b.String(), p.Pin, nil
-}
-
-// ApprovePrompt records a running server's prompt, as it is now, as
-// reviewed: GetPrompt gets it from then on.
-func (s *Session) ApprovePrompt(server, name string) error {
-	srv, ok := s.servers[server]
-	if !ok {
-		return fmt.Errorf("mcphost: approve prompt: %w: no server named %q", ErrUnknownTool, printable(server, 80))
-	}
-	p, ok := srv.prompt(name)
-	if !ok {
-		return fmt.Errorf("mcphost: approve prompt: %w: server %s offers no prompt %q", ErrUnknownTool, server, printable(name, 80))
-	}
-	if s.lock != nil {
-		return fmt.Errorf("mcphost: approve prompt %q of [mcp.%s]: a lock file does not record prompts; run without -lock (Options.LockFile)", printable(name, 80), server)
-	}
-	now := time.Now().UTC()
-	names := s.toolNames(server)
-	srv.mu.Lock()
-	text := srv.instructions
-	srv.mu.Unlock()
-	err := s.store.Update(func(st *pin.State) error {
-		st.Prompts[pin.Key(server, name)] = pin.Entry{Digest: p.Digest, Definition: p.Definition, ReviewedAt: now}
-		if _, ok := st.Servers[server]; !ok {
-			st.Servers[server] = pin.ServerEntry{Tools: names}
-		}
-		if _, ok := st.Instructions[server]; !ok && text == "" {
-			// The server's prompts are now reviewed one by one: its
-			// (empty) instructions are recorded with them, which marks
-			// it so.
-			st.Instructions[server] = pin.Entry{Digest: mustDigest(pin.InstructionsDefinition("")), Definition: pin.InstructionsDefinition(""), ReviewedAt: now}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("mcphost: record review: %w", err)
-	}
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	for i, cur := range srv.prompts {
-		if cur.Name == name && cur.Digest == p.Digest {
-			upd := *cur
-			upd.Pin, upd.Unreviewed, upd.Changed, upd.reviewed = PinSame, false, nil, nil
-			srv.prompts[i] = &upd
-		}
-	}
-	return nil
 }
 
 func mustDigest(def json.RawMessage) string {

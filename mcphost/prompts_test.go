@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost/mcphost/pin"
 )
 
 // TestPromptPinned: a prompt is pinned like a tool. A changed description
@@ -43,7 +45,7 @@ func TestPromptPinned(t *testing.T) {
 	if p := s.Prompts()[1]; p.Pin != PinChanged || len(p.Changed) != 1 || p.Changed[0] != "description" {
 		t.Fatalf("changed: %s %v", p.Pin, p.Changed)
 	}
-	if noticeWith(s, "changed prompt", "summarize", "approve prompt:notes/summarize") == "" {
+	if noticeWith(s, "changed prompt", "summarize", "prompt:notes/summarize") == "" {
 		t.Errorf("no notice: %q", s.Notices())
 	}
 	if _, err := s.GetPrompt(ctx, "notes", "summarize", map[string]string{"topic": "x"}); !errors.Is(err, ErrNeedsApproval) {
@@ -52,11 +54,11 @@ func TestPromptPinned(t *testing.T) {
 	if _, err := s.GetPrompt(ctx, "notes", "big", map[string]string{"n": "1"}); err != nil {
 		t.Errorf("the unchanged prompt: %v", err)
 	}
-	diff, st, err := s.PromptReview("notes", "summarize")
+	diff, st, err := reviewOf(s, "prompt:"+"notes"+"/summarize")
 	if err != nil || st != PinChanged || !strings.Contains(diff, "<U+200B>") || !strings.Contains(diff, "id_rsa") {
 		t.Errorf("review: %v %s\n%s", err, st, diff)
 	}
-	if err := s.ApprovePrompt("notes", "summarize"); err != nil {
+	if err := approve(s, "prompt:"+"notes"+"/summarize"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.GetPrompt(ctx, "notes", "summarize", map[string]string{"topic": "x"}); err != nil {
@@ -125,25 +127,48 @@ func TestPromptAndResourceBounded(t *testing.T) {
 	}
 }
 
-// TestTextsWithLock: a lock does not record instructions or prompts, and
-// with a lock first sight trusts nothing, so both are withheld and cannot
-// be approved into the personal state behind the lock's back.
+// TestTextsWithLock: with a lock, first sight trusts nothing, so
+// instructions and prompts are withheld until a person records them in the
+// lock (not in the personal state); a second person with an empty state
+// then gets them as recorded.
 func TestTextsWithLock(t *testing.T) {
 	e := newEnv(t)
 	os.WriteFile(filepath.Join(e.worktree, "ins.txt"), []byte("Be brief."), 0o644)
 	opts := e.opts()
 	opts.LockFile = filepath.Join(t.TempDir(), "team.lock")
-	s := e.connect(opts, fixture("notes", "-instructions-file", filepath.Join(e.worktree, "ins.txt"), "-prompt-file", filepath.Join(e.worktree, "none")))
+	sc := fixture("notes", "-instructions-file", filepath.Join(e.worktree, "ins.txt"), "-prompt-file", filepath.Join(e.worktree, "none"))
+	s := e.connect(opts, sc)
 	if _, err := s.Instructions("notes"); !errors.Is(err, ErrNeedsApproval) {
 		t.Errorf("Instructions with a lock: %v; want ErrNeedsApproval", err)
 	}
 	if _, err := s.GetPrompt(context.Background(), "notes", "summarize", map[string]string{"topic": "x"}); !errors.Is(err, ErrNeedsApproval) {
 		t.Errorf("GetPrompt with a lock: %v; want ErrNeedsApproval", err)
 	}
-	if err := s.ApproveInstructions("notes"); err == nil {
-		t.Error("ApproveInstructions with a lock recorded something")
+	if err := approve(s, "instructions:notes", "prompt:notes/summarize"); err != nil {
+		t.Fatal(err)
 	}
-	if err := s.ApprovePrompt("notes", "summarize"); err == nil {
-		t.Error("ApprovePrompt with a lock recorded something")
+	if text, err := s.Instructions("notes"); err != nil || text != "Be brief." {
+		t.Errorf("Instructions after the review: %q, %v", text, err)
+	}
+	l, err := loadLock(context.Background(), opts.LockFile, []ServerConfig{sc}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls := l.Servers["notes"]; ls.Instructions == nil || len(ls.Prompts) != 1 {
+		t.Errorf("the lock holds instructions %v and %d prompt(s)", ls.Instructions, len(ls.Prompts))
+	}
+	if st, _ := os.ReadFile(filepath.Join(e.state, pin.FileName)); strings.Contains(string(st), "Be brief") {
+		t.Errorf("the review went to the personal state:\n%s", st)
+	}
+	s.Close()
+	other := &env{t: t, worktree: e.worktree, state: t.TempDir()}
+	o := other.opts()
+	o.LockFile = opts.LockFile
+	s2 := other.connect(o, sc)
+	if text, err := s2.Instructions("notes"); err != nil || text != "Be brief." {
+		t.Errorf("second person's Instructions: %q, %v", text, err)
+	}
+	if _, err := s2.GetPrompt(context.Background(), "notes", "summarize", map[string]string{"topic": "x"}); err != nil {
+		t.Errorf("second person's GetPrompt: %v", err)
 	}
 }

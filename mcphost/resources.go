@@ -2,6 +2,7 @@ package mcphost
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -72,41 +73,79 @@ func (s *Session) ReadResource(ctx context.Context, server, uri string) (*mcp.Re
 	return cutResource(res, srv.cfg.MaxOutput, server), nil
 }
 
-// cutResource bounds a resource's contents to limit bytes of text and
-// blob data together.
+// cutResource bounds a resource as cut bounds a tool's result: a text
+// counts its bytes, everything else its JSON (a content's URI, MIME type,
+// blob and _meta; the result's _meta, cacheScope, requestState and
+// inputRequests). Contents are kept in order as far as they fit, a
+// content's text cut at a rune boundary and its _meta dropped first;
+// then the result's own fields where they still fit.
 func cutResource(res *mcp.ReadResourceResult, limit int64, server string) *mcp.ReadResourceResult {
 	if res == nil {
 		return &mcp.ReadResourceResult{}
 	}
-	left, total, cutAny := limit, int64(0), false
+	left, total := limit, int64(0)
+	var gone removed
 	var kept []*mcp.ResourceContents
-	for _, c := range res.Contents {
+	for i, c := range res.Contents {
 		if c == nil {
 			continue
 		}
-		n := int64(len(c.Text) + len(c.Blob))
-		total += n
+		rest, meta := resourceSize(c, i == 0)
+		n := min(int64(len(c.Text))+rest+meta, unfit)
+		total = min(total+n, unfit)
 		switch {
 		case n <= left:
 			left -= n
 			kept = append(kept, c)
-		case c.Blob == nil && left > 0:
+		case c.Blob == nil && left > rest:
 			cc := *c
-			cc.Text = cutText(c.Text, int(left))
+			if meta > 0 {
+				cc.Meta = nil
+				gone.add("_meta of item %d", i+1)
+			}
+			if t := int64(len(c.Text)); t <= left-rest {
+				left -= rest + t
+			} else {
+				cc.Text = cutText(c.Text, int(left-rest))
+				gone.add("the end of item %d", i+1)
+				left = 0
+			}
 			kept = append(kept, &cc)
-			left, cutAny = 0, true
 		default:
-			cutAny = true
+			gone.item(i + 1)
 		}
 	}
-	if !cutAny {
+	if n := fieldSize("cacheScope", res.CacheScope); n > left {
+		res.CacheScope = ""
+		gone.add("cacheScope")
+	} else {
+		left -= n
+	}
+	cutResultMeta(left, &res.Meta, &res.RequestState, &res.InputRequests, &gone)
+	missing := gone.String()
+	if missing == "" {
 		return res
 	}
 	kept = append(kept, &mcp.ResourceContents{URI: "mcphost:cut", MIMEType: "text/plain", Text: fmt.Sprintf(
-		"[mcphost: this resource was cut: it has about %d bytes, more than the %d-byte max_output of [mcp.%s]; what is missing was not shown]",
-		total, limit, server)})
+		"[mcphost: this resource was cut: it has about %d bytes, more than the %d-byte max_output of [mcp.%s]; not shown: %s]",
+		total, limit, server, missing)})
 	res.Contents = kept
 	return res
+}
+
+// resourceSize returns what a resource content costs besides its text:
+// the JSON of the rest but its _meta (with a comma unless it is the
+// first), and that of its _meta. Its blob is counted, not encoded.
+func resourceSize(c *mcp.ResourceContents, first bool) (rest, meta int64) {
+	bare := mcp.ResourceContents{URI: c.URI, MIMEType: c.MIMEType}
+	rest = fieldSize("", &bare) - int64(len(`,"":`))
+	if c.Blob != nil {
+		rest += int64(len(`,"blob":""`) + base64.StdEncoding.EncodedLen(len(c.Blob)))
+	}
+	if !first {
+		rest++
+	}
+	return min(rest, unfit), metaSize(c.Meta)
 }
 
 // liveServer returns a running server and its session, or an error for

@@ -56,6 +56,7 @@ type server struct {
 	proxy     *egress.Proxy // the network proxy of a NetworkGrant, made once for every start
 	proxyErr  error
 	listMu    sync.Mutex // serializes discovery (the tap relies on it)
+	pubMu     sync.Mutex // serializes publishing its tools (publish, rejudge)
 
 	mu           sync.Mutex
 	state        ServerState
@@ -80,6 +81,7 @@ type server struct {
 	protocol     string        // the protocol revision the server negotiated
 	instructions string        // the instructions of its initialize result
 	ins          insPin        // what the pins say of them
+	hold         *tableHold    // non-nil while its table needs review: it does not start
 
 	inflight atomic.Int32 // calls of its tools in flight
 	prompts  []*Prompt    // its prompts as pinned; under mu
@@ -1049,7 +1051,7 @@ func prepareOne(raw json.RawMessage) prepared {
 // build applies naming, schema closing, policy and pins to a server's raw
 // tools. It returns the tools to publish, the first-seen tools to record,
 // and notices.
-func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*toolEntry, recs []pinRecord, notices []string) {
+func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*toolEntry, recs []subject, notices []string) {
 	cfg := srv.cfg
 	preps := srv.prepare(raws)
 	counts := make(map[string]int, len(preps))
@@ -1059,7 +1061,6 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		}
 	}
 	seen := make(map[string]bool, len(preps))
-	now := time.Now().UTC()
 	for i, p := range preps {
 		raw, d := raws[i], p.def
 		if d.Name == nil {
@@ -1124,13 +1125,7 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		}
 		e := &toolEntry{Tool: t, closed: closed, srv: srv, task: asTask}
 		if t.Decision != Deny {
-			rec, notice := srv.pinTool(e, ls, now)
-			if ls.lock != nil {
-				rec = nil // with a lock, first sight trusts nothing
-				if len(srv.programDrift) > 0 && e.Decision == Allow {
-					e.Decision = Approval
-				}
-			}
+			rec, notice := srv.pinTool(e, ls)
 			if rec != nil {
 				recs = append(recs, *rec)
 			}
@@ -1150,32 +1145,26 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 			}
 		}
 	}
-	if ls.lock != nil {
-		lockPath := srv.sess.opts.LockFile
-		if _, ok := ls.lock.Servers[cfg.Name]; !ok {
-			notices = append(notices, fmt.Sprintf("server %s is not in the lock %s: none of its tools is reviewed, each needs approval until recorded (mcphost approve -lock %s TOOL...)", cfg.Name, lockPath, lockPath))
-		} else if len(srv.programDrift) > 0 {
-			notices = append(notices, fmt.Sprintf("server %s: its program changed since the lock %s recorded it (%s): its allowed tools need approval until it is re-reviewed (mcphost approve -lock %s %s)",
-				cfg.Name, lockPath, strings.Join(srv.programDrift, "; "), lockPath, cfg.Name))
+	if lock := srv.sess.lock; lock != nil && ls.err == nil {
+		switch {
+		case !ls.serverReviewed(cfg.Name):
+			notices = append(notices, fmt.Sprintf("server %s is not in the lock %s: nothing of it is reviewed, so its tools are held from the model until a person records it (%s)", cfg.Name, lock.path, srv.sess.approveHint(cfg.Name)))
+		case len(srv.programDrift) > 0:
+			notices = append(notices, fmt.Sprintf("server %s: its program changed since the lock %s recorded it (%s): its allowed tools need approval until it is re-reviewed (%s)",
+				cfg.Name, lock.path, strings.Join(srv.programDrift, "; "), srv.sess.approveHint("program:"+cfg.Name)))
 		}
 	}
-	if ls.state != nil && (ls.lock == nil || hasServer(ls.lock, cfg.Name)) {
+	if ls.err == nil && ls.v != nil && (srv.sess.lock == nil || ls.serverReviewed(cfg.Name)) {
 		if n := srv.newToolsNotice(entries, ls); n != "" {
 			notices = append(notices, n)
 		}
-		for key := range ls.state.Tools {
-			rest, ok := strings.CutPrefix(key, cfg.Name+"/")
-			if ok && !seen[rest] {
-				notices = append(notices, fmt.Sprintf("server %s no longer lists tool %q, which was reviewed", cfg.Name, printable(rest, 80)))
+		for _, tool := range ls.v.recordedTools(cfg.Name) {
+			if !seen[tool] {
+				notices = append(notices, fmt.Sprintf("server %s no longer lists tool %q, which was reviewed", cfg.Name, printable(tool, 80)))
 			}
 		}
 	}
 	return entries, recs, notices
-}
-
-func hasServer(l *pin.Lock, name string) bool {
-	_, ok := l.Servers[name]
-	return ok
 }
 
 func nameProblem(err error) string {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,6 +58,13 @@ type Options struct {
 	// Approver is asked before each call of a tool whose decision is
 	// Approval. Nil: such calls fail with ErrNeedsApproval.
 	Approver Approver
+	// ApproveHeld lets the Approver approve a call of a held tool (one
+	// changed or new since its review, never offered to the model), its
+	// ApprovalRequest showing what no person reviewed: for a person who
+	// calls a tool by hand, as `mcphost call` does. Without it such a call
+	// is refused with ErrNeedsApproval. Either way a held tool is never
+	// offered to the model.
+	ApproveHeld bool
 	// Logger receives server lifecycle events, notices, calls (tool,
 	// decision, duration, outcome; never argument values) and, at debug
 	// level, the servers' stderr lines. Nil: nothing is logged.
@@ -76,6 +82,14 @@ type Options struct {
 	OnToolsChanged func(server string)
 	// OnCall is called after every Session.Call with a record of it.
 	OnCall func(CallRecord)
+	// OnNotice is called with each notice as the session adds it (the
+	// same text Notices returns, dropped ones aside), so an agent need not
+	// poll: a server that did not start, a tool held because it changed,
+	// a table that needs review. It is called from the goroutine that
+	// found it, possibly from several at once, and during Connect; it
+	// must return quickly and must not call Close. Notices are server
+	// text in part: print them through pin.Visible.
+	OnNotice func(notice string)
 	// OnProgress receives the progress notifications of calls in flight
 	// (every call carries a progress token). It is called from the
 	// goroutine that reads the server's messages, one notification at a
@@ -197,6 +211,10 @@ const (
 	ServerFailed  ServerState = "failed" // it did not start, initialize or list
 	ServerExited  ServerState = "exited" // it died after starting
 	ServerClosed  ServerState = "closed"
+	// ServerUnreviewed: its table comes from a config a server could
+	// have written and is not as a person reviewed it, so it did not
+	// start (see Load and Session.Review).
+	ServerUnreviewed ServerState = "unreviewed"
 )
 
 // ServerInfo describes one server of a session.
@@ -250,9 +268,19 @@ type Session struct {
 	// and lock names, the protect entries that exist and every server's
 	// program files.
 	protect []string
-	store   *pin.Store
+	// reviews is where reviews are read and recorded: the state file, or
+	// the lock (then lock is it too).
+	reviews store
 	// lock is Options.LockFile, nil without one.
-	lock    *lockFile
+	lock *lockFile
+	// config is the resolved path of the config the servers' tables come
+	// from ("" if unknown), and configWritable the path a server could
+	// write that holds it ("" if none): then its tables start only as
+	// reviewed.
+	config, configWritable string
+	// hint is the command line, up to the reference, that reviews
+	// something of this session (approveHint).
+	hint    string
 	logger  *slog.Logger
 	servers map[string]*server
 	order   []string
@@ -364,7 +392,6 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	if err := os.MkdirAll(s.opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("mcphost: state dir: %w", err)
 	}
-	s.store = &pin.Store{Dir: s.opts.StateDir, LockTimeout: s.opts.LockTimeout}
 	if s.opts.HomeDir == "" {
 		s.opts.HomeDir = filepath.Join(s.opts.StateDir, "home")
 	}
@@ -401,11 +428,14 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	if err := s.checkStateReach(); err != nil {
 		return nil, err
 	}
+	configs := make([]ServerConfig, 0, len(s.order))
+	for _, name := range s.order {
+		configs = append(configs, s.servers[name].cfg)
+	}
+	if err := s.placeConfig(configs); err != nil {
+		return nil, err
+	}
 	if opts.LockFile != "" {
-		configs := make([]ServerConfig, 0, len(s.order))
-		for _, name := range s.order {
-			configs = append(configs, s.servers[name].cfg)
-		}
 		lo := s.opts
 		lo.Worktree = wt
 		if s.lock, err = newLockFile(opts.LockFile, configs, lo); err != nil {
@@ -425,40 +455,63 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 			// A program that cannot be found fails its start, saying why.
 			srv.program, _ = programIdentity(srv.cfg, wt, s.opts.HostEnv)
 		}
+		s.reviews = &lockStore{lf: s.lock}
+	} else {
+		s.reviews = &stateStore{st: &pin.Store{Dir: s.opts.StateDir, LockTimeout: s.opts.LockTimeout}, config: s.config}
 	}
+	s.hint = approveCommand(opts)
 	s.protect = s.protectPaths()
 
-	// Read the pins while the servers start.
+	// Read the reviews while the servers start, unless a table must be
+	// found reviewed before its server may start.
 	stateCh := make(chan loadedState, 1)
-	go func() { stateCh <- s.loadPins(ctx) }()
+	if s.configWritable != "" {
+		stateCh <- s.loadPins(ctx)
+	} else {
+		go func() { stateCh <- s.loadPins(ctx) }()
+	}
+	var ls loadedState
+	if s.configWritable != "" {
+		ls = <-stateCh
+		for _, name := range s.order {
+			s.holdTable(s.servers[name], ls)
+		}
+	}
 
 	type started struct {
 		srv *server
 		err error
 	}
 	results := make(chan started, len(s.order))
+	starting := 0
 	for _, name := range s.order {
 		srv := s.servers[name]
+		if srv.held() {
+			continue
+		}
+		starting++
 		go func() { results <- started{srv, srv.start(ctx)} }()
 	}
-	ls := <-stateCh
+	if s.configWritable == "" {
+		ls = <-stateCh
+	}
 	s.stateErr = ls.err
 	switch {
 	case ls.err != nil && s.lock != nil:
-		s.addNotice(fmt.Sprintf("the lock file cannot be used, so no tool is trusted (each needs approval): %v", ls.err))
+		s.addNotice(fmt.Sprintf("the lock file cannot be used, so nothing of it is trusted (every tool is held from the model): %v", ls.err))
 	case ls.err != nil:
-		s.addNotice(fmt.Sprintf("reviewed-tools state unreadable, so no allowed tool is trusted (each needs approval): %v", ls.err))
+		s.addNotice(fmt.Sprintf("reviewed-tools state unreadable, so no review is trusted (every tool is held from the model): %v", ls.err))
 	}
-	if ls.lock != nil {
+	if lv, ok := ls.v.(*lockView); ok {
 		for _, name := range s.order {
 			srv := s.servers[name]
-			if entry, ok := ls.lock.Servers[name]; ok && srv.program != nil {
-				srv.programDrift = ProgramChanges(entry.Program, srv.program)
+			if entry, ok := lv.l.Servers[name]; ok && srv.program != nil {
+				srv.programDrift = programChanges(entry.Program, srv.program)
 			}
 		}
 	}
 	var startErrs []*server
-	for range s.order {
+	for range starting {
 		r := <-results
 		if r.err != nil {
 			r.srv.fail(r.err)
@@ -472,7 +525,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 		s.Close()
 		return nil, fmt.Errorf("mcphost: connect: %w", err)
 	}
-	var pending []pinRecord
+	var pending []subject
 	for _, name := range s.order {
 		srv := s.servers[name]
 		if srv.running() {
@@ -515,114 +568,45 @@ func (s *Session) checkStateReach() error {
 	return errors.Join(errs...)
 }
 
-type loadedState struct {
-	state *pin.State
-	err   error
-	// lock is the lock the state was made from (lockView), nil without
-	// one: then nothing is trusted on first sight.
-	lock *pin.Lock
-}
-
-// loadPins reads the reviews: the lock's, with a lock, else the state's.
+// loadPins reads the session's reviews.
 func (s *Session) loadPins(ctx context.Context) loadedState {
-	if s.lock == nil {
-		st, err := s.store.Load()
-		return loadedState{state: st, err: err}
-	}
-	l, err := s.lock.load(ctx)
-	if err != nil {
-		return loadedState{err: err}
-	}
-	return loadedState{state: lockView(l, s.order), lock: l}
+	v, err := s.reviews.load(ctx)
+	return loadedState{v: v, err: err}
 }
 
-// pinRecord is a first sight to record in the state file: a tool (kind
-// kindTool, key server/tool), a server's instructions (key server) or a
-// prompt (key server/prompt).
-type pinRecord struct {
-	kind  pinKind
-	key   string
-	entry pin.Entry
-}
-
-type pinKind int
-
-const (
-	kindTool pinKind = iota
-	kindInstructions
-	kindPrompt
-)
-
-// server returns the name of the server the record is of.
-func (r pinRecord) server() string {
-	server, _, _ := strings.Cut(r.key, "/")
-	return server
-}
-
-// in returns the map of st the record goes to.
-func (r pinRecord) in(st *pin.State) map[string]pin.Entry {
-	switch r.kind {
-	case kindInstructions:
-		return st.Instructions
-	case kindPrompt:
-		return st.Prompts
-	}
-	return st.Tools
-}
-
-// recordFirstSight writes first-seen tools (trust on first use) in
+// recordFirstSight records first-seen subjects (trust on first use) in
 // one update, so parallel starts do not queue on the state file's lock. A
-// server seen for the first time also gets its set of tool names recorded.
-func (s *Session) recordFirstSight(recs []pinRecord) {
-	if len(recs) == 0 || s.opts.ReadOnlyState || s.lock != nil {
+// server seen for the first time also gets its set of tool names
+// recorded. A first sight that cannot be recorded, or that loses to a
+// review recorded meanwhile, is not trusted this session.
+func (s *Session) recordFirstSight(recs []subject) {
+	if len(recs) == 0 || s.opts.ReadOnlyState || !s.reviews.trustsFirstSight() {
 		return
 	}
-	servers := map[string][]string{}
+	names := map[string][]string{}
 	for _, r := range recs {
-		if _, ok := servers[r.server()]; !ok {
-			servers[r.server()] = s.toolNames(r.server())
+		if _, ok := names[r.server]; !ok {
+			names[r.server] = s.toolNames(r.server)
 		}
 	}
-	var conflicts []pinRecord
-	err := s.store.Update(func(st *pin.State) error {
-		conflicts = conflicts[:0]
-		for _, r := range recs {
-			// Another process may have recorded a review meanwhile: keep
-			// it rather than overwrite it with our first sight, and do
-			// not trust our definition if it is not the one reviewed.
-			m := r.in(st)
-			prev, ok := m[r.key]
-			switch {
-			case !ok:
-				m[r.key] = r.entry
-			case prev.Digest != r.entry.Digest:
-				conflicts = append(conflicts, r)
-			}
-		}
-		for server, names := range servers {
-			if _, ok := st.Servers[server]; !ok {
-				st.Servers[server] = pin.ServerEntry{Tools: names}
-			}
-		}
-		return nil
-	})
+	conflicts, err := s.reviews.record(context.Background(), recs, true, names)
 	if err != nil {
 		// Fail closed: a first sight that is not recorded cannot catch a
-		// later change, so these tools are not trusted this session.
-		s.addNotice(fmt.Sprintf("could not record first-seen tools as reviewed, so they need approval: %v", err))
-		conflicts = append(conflicts[:0], recs...)
+		// later change, so these are not trusted this session.
+		s.addNotice(fmt.Sprintf("could not record first-seen tools as reviewed, so they are held from the model: %v", err))
+		conflicts = recs
 	}
-	var keys []string
+	var tools []subject
 	for _, r := range conflicts {
 		switch r.kind {
 		case kindTool:
-			keys = append(keys, r.key)
+			tools = append(tools, r)
 		case kindInstructions:
 			// Not recorded, so a later change could not be caught:
 			// withheld this session.
-			srv := s.servers[r.key]
+			srv := s.servers[r.server]
 			srv.mu.Lock()
-			if srv.ins.digest == r.entry.Digest {
+			if srv.ins.digest == r.digest {
 				srv.ins.pin = PinUnpinned
 			}
 			srv.mu.Unlock()
@@ -630,30 +614,50 @@ func (s *Session) recordFirstSight(recs []pinRecord) {
 			s.distrustPrompt(r)
 		}
 	}
-	s.distrust(keys)
+	s.distrust(tools)
 }
 
-// distrust turns first-seen tools (by pin key) to Approval.
-func (s *Session) distrust(keys []string) {
-	if len(keys) == 0 {
+// distrust holds first-seen tools whose first sight was not recorded.
+func (s *Session) distrust(recs []subject) {
+	if len(recs) == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for name, e := range s.tools {
-		if e.Pin == PinNew && slices.Contains(keys, pin.Key(e.Server, e.Tool.Tool)) {
-			upd := *e
-			upd.Decision, upd.Pin = Approval, PinUnpinned
-			s.tools[name] = &upd
+		if e.Pin != PinNew {
+			continue
+		}
+		for _, r := range recs {
+			if r.server == e.Server && r.name == e.Tool.Tool && r.digest == e.Digest {
+				upd := *e
+				upd.Decision, upd.Pin, upd.Withheld = Approval, PinUnpinned, true
+				s.tools[name] = &upd
+			}
 		}
 	}
 }
 
 // publish turns a server's listed tools into the session's tools, applying
 // policy and pins, and returns the first-seen allowed tools to record.
-func (s *Session) publish(srv *server, raws []json.RawMessage, ls loadedState) []pinRecord {
+func (s *Session) publish(srv *server, raws []json.RawMessage, ls loadedState) []subject {
+	srv.pubMu.Lock()
+	srv.mu.Lock()
+	srv.lastList = raws
+	srv.mu.Unlock()
 	entries, recs, notices := srv.build(raws, ls)
+	s.swapTools(srv, entries)
+	srv.pubMu.Unlock()
+	for _, n := range notices {
+		s.addNotice(n)
+	}
+	return recs
+}
+
+// swapTools makes entries the session's tools of srv.
+func (s *Session) swapTools(srv *server, entries []*toolEntry) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for name, e := range s.tools {
 		if e.srv == srv {
 			delete(s.tools, name)
@@ -662,21 +666,20 @@ func (s *Session) publish(srv *server, raws []json.RawMessage, ls loadedState) [
 	for _, e := range entries {
 		s.tools[e.Name] = e
 	}
-	s.mu.Unlock()
-	for _, n := range notices {
-		s.addNotice(n)
-	}
-	return recs
 }
 
 func (s *Session) addNotice(n string) {
 	s.logger.Warn("mcphost notice", "notice", n)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.notices) < maxNotices {
+	kept := len(s.notices) < maxNotices
+	if kept {
 		s.notices = append(s.notices, n)
 	} else if len(s.notices) == maxNotices {
 		s.notices = append(s.notices, "more notices were dropped")
+	}
+	s.mu.Unlock()
+	if kept && s.opts.OnNotice != nil {
+		s.opts.OnNotice(n)
 	}
 }
 
@@ -865,157 +868,6 @@ func (s *Session) Restart(ctx context.Context, server string) error {
 	return nil
 }
 
-// Approve records the current definitions of the named tools (model names)
-// as reviewed, as `mcphost approve` does: an allowed tool that changed is
-// allowed again, a tool that needs approval is no longer flagged as changed
-// or new, and a withheld tool is offered. It fails, recording nothing, for
-// an unknown tool and for a denied one (nothing of it reaches the model);
-// see CanApprove.
-func (s *Session) Approve(names ...string) error {
-	entries, err := s.approvable(names)
-	if err != nil {
-		return err
-	}
-	return s.review(entries...)
-}
-
-// CanApprove returns the error Approve would return for names, without
-// recording anything: a CLI checks it before showing a person a diff.
-func (s *Session) CanApprove(names ...string) error {
-	_, err := s.approvable(names)
-	return err
-}
-
-func (s *Session) approvable(names []string) ([]*toolEntry, error) {
-	var entries []*toolEntry
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for _, n := range names {
-		e, ok := s.tools[n]
-		if !ok {
-			return nil, fmt.Errorf("mcphost: approve %s: %w", printable(n, 100), ErrUnknownTool)
-		}
-		if e.srv.cfg.policy(e.Tool.Tool) == Deny {
-			return nil, fmt.Errorf("mcphost: approve %s: the config of [mcp.%s] denies it, so it is never offered nor called and there is nothing to review", n, e.Server)
-		}
-		entries = append(entries, e)
-	}
-	return entries, nil
-}
-
-// review records tools as reviewed and publishes them as allowed.
-func (s *Session) review(entries ...*toolEntry) error {
-	if s.lock != nil {
-		if err := s.reviewIntoLock(entries); err != nil {
-			return fmt.Errorf("mcphost: record review: %w", err)
-		}
-		s.published(entries)
-		return nil
-	}
-	now := time.Now().UTC()
-	all := map[string][]string{} // every tool of each server, for its first review
-	for _, e := range entries {
-		if _, ok := all[e.Server]; !ok {
-			all[e.Server] = s.toolNames(e.Server)
-		}
-	}
-	err := s.store.Update(func(st *pin.State) error {
-		for _, e := range entries {
-			st.Tools[pin.Key(e.Server, e.Tool.Tool)] = pin.Entry{Digest: e.Digest, Definition: e.Definition, ReviewedAt: now}
-		}
-		// A server reviewed before keeps its reviewed names plus these:
-		// reviewing one tool says nothing of the others a server added.
-		// A server never reviewed starts as it lists now, as a first
-		// session would record it.
-		for server, names := range all {
-			sp, ok := st.Servers[server]
-			if !ok {
-				st.Servers[server] = pin.ServerEntry{Tools: names}
-				continue
-			}
-			sp.Tools = slices.Clone(sp.Tools)
-			for _, e := range entries {
-				if e.Server == server && !slices.Contains(sp.Tools, e.Tool.Tool) {
-					sp.Tools = append(sp.Tools, e.Tool.Tool)
-				}
-			}
-			st.Servers[server] = sp
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("mcphost: record review: %w", err)
-	}
-	s.published(entries)
-	return nil
-}
-
-// reviewIntoLock records tools as reviewed in the lock. A server the lock
-// does not hold yet gets its table and program recorded with them: this
-// is its first review. A server's program that changed is not re-reviewed
-// by reviewing its tools (mcphost approve -lock F SERVER does that).
-func (s *Session) reviewIntoLock(entries []*toolEntry) error {
-	type rec struct {
-		server, tool string
-		entry        pin.LockEntry
-	}
-	var recs []rec
-	tables := map[string]*pin.LockEntry{}
-	for _, e := range entries {
-		le, err := pin.NewLockEntry(e.Definition)
-		if err != nil {
-			return err
-		}
-		recs = append(recs, rec{e.Server, e.Tool.Tool, le})
-		if _, ok := tables[e.Server]; !ok {
-			def, err := e.srv.cfg.Definition()
-			if err != nil {
-				return err
-			}
-			te, err := pin.NewLockEntry(def)
-			if err != nil {
-				return err
-			}
-			tables[e.Server] = &te
-		}
-	}
-	return s.lock.update(context.Background(), func(l *pin.Lock) error {
-		for _, r := range recs {
-			ls, ok := l.Servers[r.server]
-			if !ok {
-				ls = pin.LockServer{Table: tables[r.server], Program: s.servers[r.server].program}
-			}
-			if ls.Tools == nil {
-				ls.Tools = map[string]pin.LockEntry{}
-			} else {
-				ls.Tools = maps.Clone(ls.Tools)
-			}
-			ls.Tools[r.tool] = r.entry
-			l.Servers[r.server] = ls
-		}
-		return nil
-	})
-}
-
-// published marks reviewed tools as such in the session.
-func (s *Session) published(entries []*toolEntry) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range entries {
-		cur, ok := s.tools[e.Name]
-		if !ok || cur.Digest != e.Digest || cur.srv != e.srv {
-			continue // it changed again meanwhile: leave the newer state be
-		}
-		upd := *cur
-		upd.Decision = upd.srv.cfg.policy(upd.Tool.Tool)
-		if s.lock != nil && len(upd.srv.programDrift) > 0 && upd.Decision == Allow {
-			upd.Decision = Approval // its program is not re-reviewed
-		}
-		upd.Pin, upd.Changed, upd.Withheld, upd.unreviewed, upd.reviewed = PinSame, nil, false, false, nil
-		s.tools[e.Name] = &upd
-	}
-}
-
 // toolNames lists the names (as the server sent them) of a server's
 // published tools that are not denied, sorted: the tools a first review of
 // the server covers. A denied tool never reaches the model, so nobody
@@ -1031,31 +883,6 @@ func (s *Session) toolNames(server string) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// Diff returns what changed in a tool since its review (nil if it is not
-// pinned or unchanged).
-func (s *Session) Diff(name string) ([]pin.Change, error) {
-	s.mu.RLock()
-	e, ok := s.tools[name]
-	s.mu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("mcphost: %s: %w", name, ErrUnknownTool)
-	}
-	return s.diff(e)
-}
-
-func (s *Session) diff(e *toolEntry) ([]pin.Change, error) {
-	ls := s.loadPins(context.Background())
-	st, err := ls.state, ls.err
-	if err != nil {
-		return nil, err
-	}
-	prev, ok := st.Tools[pin.Key(e.Server, e.Tool.Tool)]
-	if !ok {
-		return nil, nil
-	}
-	return pin.Diff(prev.Definition, e.Definition)
 }
 
 // describe makes a short human description of changed fields.

@@ -268,8 +268,15 @@ func TestRugPull(t *testing.T) {
 	}
 	s = e.connect(e.opts(), sc)
 	tool, _ := s.Tool("mcp__notes__list_notes")
-	if tool.Decision != Approval || tool.Pin != PinChanged || !slices.Equal(tool.Changed, []string{"description"}) {
-		t.Fatalf("after the change: %s/%s changed %v", tool.Decision, tool.Pin, tool.Changed)
+	if tool.Decision != Approval || tool.Pin != PinChanged || !tool.Withheld || !slices.Equal(tool.Changed, []string{"description"}) {
+		t.Fatalf("after the change: %s/%s held %v changed %v", tool.Decision, tool.Pin, tool.Withheld, tool.Changed)
+	}
+	// The model reads descriptions on every turn: the new text must not
+	// reach it before a person reviewed it (issue 26, case 2).
+	for _, offered := range s.Tools() {
+		if offered.Name == "mcp__notes__list_notes" || strings.Contains(offered.Description, "id_rsa") {
+			t.Errorf("Tools offers the changed tool: %+v", offered)
+		}
 	}
 	if noticeWith(s, "mcp__notes__list_notes", "description", "mcphost approve") == "" {
 		t.Errorf("no notice of the change: %q", s.Notices())
@@ -277,11 +284,11 @@ func TestRugPull(t *testing.T) {
 	if _, err := s.Call(context.Background(), "mcp__notes__list_notes", nil); !errors.Is(err, ErrNeedsApproval) {
 		t.Errorf("changed tool called without approval: %v", err)
 	}
-	changes, err := s.Diff("mcp__notes__list_notes")
-	if err != nil || len(changes) != 1 || changes[0].Field != "description" || !strings.Contains(changes[0].New, "id_rsa") {
-		t.Errorf("Diff = %+v, %v", changes, err)
+	text, st, err := reviewOf(s, "mcp__notes__list_notes")
+	if err != nil || st != PinChanged || !strings.Contains(text, "description") || !strings.Contains(text, "id_rsa") {
+		t.Errorf("Review = %q %s, %v", text, st, err)
 	}
-	if err := s.Approve("mcp__notes__list_notes"); err != nil {
+	if err := approve(s, "mcp__notes__list_notes"); err != nil {
 		t.Fatal(err)
 	}
 	if tool, _ := s.Tool("mcp__notes__list_notes"); tool.Decision != Allow || tool.Pin != PinSame {
@@ -295,26 +302,29 @@ func TestRugPull(t *testing.T) {
 	}
 }
 
-// TestApproverReviewsChange: approving a call of a changed tool records the
-// review, so the next call does not ask.
+// TestApproverReviewsChange: approving a call of a tool new since its
+// server's review (offered, new_tools = "offer") with ApproveAndReview
+// records the review, shown whole in the request, so the next call of the
+// allowed tool does not ask.
 func TestApproverReviewsChange(t *testing.T) {
 	e := newEnv(t)
-	desc := filepath.Join(e.worktree, "desc.txt")
-	sc := fixture("notes", "-desc-file", desc)
+	sc := rawFixture(t, e, "srv", "["+reviewed+"]")
+	sc.Allow = []string{"search", "fresh"}
 	e.connect(e.opts(), sc).Close()
-	os.WriteFile(desc, []byte("changed"), 0o644)
+	fresh := `{"name":"fresh","description":"Fresh\u200b tool.","inputSchema":{"type":"object"}}`
+	os.WriteFile(filepath.Join(e.worktree, "srv.json"), []byte("["+reviewed+","+fresh+"]"), 0o644)
 	asked := 0
 	opts := e.opts()
 	opts.Approver = func(_ context.Context, req ApprovalRequest) (Verdict, error) {
 		asked++
-		if len(req.Changes) != 1 || req.Changes[0].Field != "description" {
-			t.Errorf("approval request changes: %+v", req.Changes)
+		if !strings.Contains(req.Diff, "Fresh<U+200B> tool.") || !strings.Contains(req.Reason, "after its last review") {
+			t.Errorf("approval request: reason %q, diff %q", req.Reason, req.Diff)
 		}
 		return ApproveAndReview, nil
 	}
 	s := e.connect(opts, sc)
-	call(t, s, "mcp__notes__list_notes", `{}`)
-	call(t, s, "mcp__notes__list_notes", `{}`)
+	call(t, s, "mcp__srv__fresh", `{}`)
+	call(t, s, "mcp__srv__fresh", `{}`)
 	if asked != 1 {
 		t.Errorf("approver asked %d times; want 1", asked)
 	}
@@ -322,9 +332,9 @@ func TestApproverReviewsChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tool, _ := s.Tool("mcp__notes__list_notes")
-	if st.Tools["notes/list_notes"].Digest != tool.Digest {
-		t.Error("the approved change was not recorded")
+	tool, _ := s.Tool("mcp__srv__fresh")
+	if st.Tools["srv/fresh"].Digest != tool.Digest || !slices.Contains(st.Servers["srv"].Tools, "fresh") || tool.Decision != Allow {
+		t.Errorf("the approved tool was not recorded as reviewed: %s/%s", tool.Decision, tool.Pin)
 	}
 }
 

@@ -233,11 +233,11 @@ func (sc ServerConfig) Definition() (json.RawMessage, error) {
 	return json.Marshal(m)
 }
 
-// WritablePaths returns the paths some server of servers may write under
+// writablePaths returns the paths some server of servers may write under
 // opts: the worktree and every write path, absolute and, where they exist,
 // resolved through symbolic links (both forms are returned then). A file
 // at or beneath one of them could have been written by a server.
-func WritablePaths(servers []ServerConfig, opts Options) ([]string, error) {
+func writablePaths(servers []ServerConfig, opts Options) ([]string, error) {
 	wt := opts.Worktree
 	if wt == "" {
 		wt = "."

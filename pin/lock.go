@@ -2,6 +2,7 @@ package pin
 
 import (
 	"github.com/mcphost/mcphost/internal/canonical"
+	"github.com/mcphost/mcphost/internal/hostfile"
 	"github.com/mcphost/mcphost/internal/jsontree"
 
 	"bytes"
@@ -22,9 +23,10 @@ import (
 // committed with the project beside its config.
 const LockFileName = "mcphost.lock"
 
-// LockVersion is the version of the lock file format this package reads and
-// writes. A lock with a higher version is refused (ErrFutureVersion).
-const LockVersion = 1
+// LockVersion is the version of the lock file format this package writes.
+// It reads this one and every earlier one (version 1 had no instructions
+// and prompts); a lock with a higher version is refused (ErrFutureVersion).
+const LockVersion = 2
 
 // errLockCorrupt is ErrCorrupt, said of a lock file: every refusal of a
 // lock's content wraps it.
@@ -54,9 +56,16 @@ type LockServer struct {
 	// Tools are the reviewed tools, keyed by the tool's name as the server
 	// sends it. A tool not here is not reviewed.
 	Tools map[string]LockEntry `json:"tools"`
+	// Instructions are the reviewed instructions (their Definition is
+	// InstructionsDefinition of the text), nil if none were reviewed.
+	Instructions *LockEntry `json:"instructions,omitempty"`
+	// Prompts are the reviewed prompts, each as prompts/list sent it,
+	// keyed by the prompt's name. A prompt not here is not reviewed.
+	Prompts map[string]LockEntry `json:"prompts,omitempty"`
 }
 
-// LockEntry is one reviewed definition: a tool's, or a server table's.
+// LockEntry is one reviewed definition: a tool's, a prompt's, a server's
+// instructions or its table.
 type LockEntry struct {
 	// Digest is Digest(Definition).
 	Digest string `json:"digest"`
@@ -109,9 +118,12 @@ func DigestBytes(b []byte) string {
 }
 
 // DigestFile returns DigestBytes of the file at path's content, reading it
-// as a stream. It returns the error of opening or reading it.
+// as a stream. It reads only a regular file (or a symbolic link to one),
+// never waiting to open it: a FIFO, device or directory a server put in
+// place of a program is refused, with an error saying what it is. It
+// returns the error of opening or reading it.
 func DigestFile(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := hostfile.Open(path)
 	if err != nil {
 		return "", err
 	}
@@ -146,8 +158,8 @@ func ParseLock(data []byte) (*Lock, error) {
 	if err := dec.Decode(&l); err != nil {
 		return nil, fmt.Errorf("%w: %v", errLockCorrupt, err)
 	}
-	if l.Version != LockVersion {
-		return nil, fmt.Errorf("%w: \"version\" is %d, want %d", errLockCorrupt, l.Version, LockVersion)
+	if l.Version < 1 || l.Version > LockVersion {
+		return nil, fmt.Errorf("%w: \"version\" is %d, want 1 to %d", errLockCorrupt, l.Version, LockVersion)
 	}
 	if l.Servers == nil {
 		l.Servers = map[string]LockServer{}
@@ -159,7 +171,7 @@ func ParseLock(data []byte) (*Lock, error) {
 	// repeated ones (parseObject refused those): the file must read as
 	// exactly what it says, so its canonical form must be that of the Lock
 	// decoded from it.
-	again, err := l.marshal()
+	again, err := l.marshal(l.Version)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errLockCorrupt, err)
 	}
@@ -215,6 +227,22 @@ func (l *Lock) check() error {
 				return err
 			}
 		}
+		if s.Instructions != nil {
+			if err := checkLockEntry(where+".instructions", *s.Instructions); err != nil {
+				return err
+			}
+			if _, ok := InstructionsText(s.Instructions.Definition); !ok {
+				return fmt.Errorf("%s.instructions: definition is not an instructions object", where)
+			}
+		}
+		for _, p := range sortedKeys(s.Prompts) {
+			if p == "" {
+				return fmt.Errorf("%s.prompts: empty prompt name", where)
+			}
+			if err := checkLockEntry(where+".prompts["+jsontree.QuoteName(p)+"]", s.Prompts[p]); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -240,22 +268,36 @@ func (l *Lock) Marshal() ([]byte, error) {
 	if err := l.check(); err != nil {
 		return nil, fmt.Errorf("pin: invalid lock: %w", err)
 	}
-	return l.marshal()
+	return l.marshal(LockVersion)
 }
 
-func (l *Lock) marshal() ([]byte, error) {
-	out := Lock{Version: LockVersion, Servers: make(map[string]LockServer, len(l.Servers))}
+// marshal writes the lock as format version (ParseLock checks an older
+// file's form by its own version).
+func (l *Lock) marshal(version int) ([]byte, error) {
+	out := Lock{Version: version, Servers: make(map[string]LockServer, len(l.Servers))}
 	for name, s := range l.Servers {
 		c := LockServer{Program: s.Program, Tools: make(map[string]LockEntry, len(s.Tools))}
 		if c.Program == nil {
 			c.Program = []ProgramFile{}
 		}
-		if s.Table != nil {
-			e, err := canonicalEntry(*s.Table)
-			if err != nil {
-				return nil, err
+		for _, p := range []struct{ from, to **LockEntry }{{&s.Table, &c.Table}, {&s.Instructions, &c.Instructions}} {
+			if *p.from != nil {
+				e, err := canonicalEntry(**p.from)
+				if err != nil {
+					return nil, err
+				}
+				*p.to = &e
 			}
-			c.Table = &e
+		}
+		if len(s.Prompts) > 0 {
+			c.Prompts = make(map[string]LockEntry, len(s.Prompts))
+			for name, e := range s.Prompts {
+				ce, err := canonicalEntry(e)
+				if err != nil {
+					return nil, err
+				}
+				c.Prompts[name] = ce
+			}
 		}
 		for tool, e := range s.Tools {
 			ce, err := canonicalEntry(e)
@@ -300,7 +342,7 @@ type LockStore struct {
 // missing file is an empty Lock and nil bytes, no error. Other failures
 // name the file and wrap ErrCorrupt or ErrFutureVersion.
 func (s *LockStore) Load() (*Lock, []byte, error) {
-	data, err := readLimited(s.Path)
+	data, err := hostfile.Read(s.Path, hostfile.MaxLock)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Lock{Version: LockVersion, Servers: map[string]LockServer{}}, nil, nil
 	}

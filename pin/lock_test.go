@@ -73,7 +73,7 @@ func TestParseLockRefuses(t *testing.T) {
 		{"repeated key", `{"version":1,"servers":{},"servers":{"x":{"program":[],"tools":{}}}}`, "more than once", false},
 		{"key in the wrong case", `{"version":1,"Servers":{}}`, "not in the form mcphost writes", false},
 		{"unknown field", `{"version":1,"servers":{},"signed":true}`, "unknown field", false},
-		{"newer", `{"version":2,"servers":{},"more":1}`, "reads up to 1", true},
+		{"newer", `{"version":3,"servers":{},"more":1}`, "reads up to 2", true},
 		{"wrong digest", `{"version":1,"servers":{"x":{"program":[],"tools":{"t":{"digest":"` + digest(`{"a":1}`) + `","definition":{"a":2}}}}}}`, "does not match", false},
 		{"bad role", `{"version":1,"servers":{"x":{"program":[{"role":"lib","path":"p"}],"tools":{}}}}`, "role", false},
 		{"bad server name", `{"version":1,"servers":{"a/b":{"program":[],"tools":{}}}}`, "not a server name", false},

@@ -2,13 +2,13 @@ package pin
 
 import (
 	"github.com/mcphost/mcphost/internal/canonical"
+	"github.com/mcphost/mcphost/internal/hostfile"
 	"github.com/mcphost/mcphost/internal/jsontree"
 
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -233,20 +233,12 @@ func corruptError(path string, err error) error {
 		"without it, every tool must be reviewed again)", ErrCorrupt, path, err)
 }
 
+// readLimited reads a state file as hostfile.Read does, at most
+// maxStateSize bytes of it. No server can write the state directory
+// (mcphost refuses one it could), but the file is read as one that could
+// have been planted all the same: it costs nothing.
 func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxStateSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxStateSize {
-		return nil, fmt.Errorf("larger than %d bytes", maxStateSize)
-	}
-	return data, nil
+	return hostfile.Read(path, maxStateSize)
 }
 
 func newState() *State {

@@ -18,7 +18,7 @@ func TestCheckHintKeepsFlags(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(e.worktree, "desc.txt"), []byte("changed"), 0o644)
 	code, out, _ := e.run("", "check")
-	if code != 1 || !strings.Contains(out, "'mcphost approve -config "+e.config+" ") {
+	if code != 1 || !strings.Contains(out, "review it with: mcphost approve -config "+e.config+" ") {
 		t.Errorf("check: exit %d; the hint lacks the config:\n%s", code, out)
 	}
 	for _, want := range []string{" -worktree " + e.worktree + " ", " -state " + e.state + " "} {

@@ -152,22 +152,16 @@ func shortDigest(d string) string {
 }
 
 // writeReviews prints the server tables that did not start because they
-// need a person's review: each table (or what changed in it) with every
-// invisible character escaped, and the command that reviews it.
-func writeReviews(w io.Writer, reviews []tableReview, p palette) error {
+// need a person's review: each table (or what changed in it), escaped by
+// the library, and the command that reviews it.
+func writeReviews(w io.Writer, reviews []mcphost.Review, p palette) {
 	if len(reviews) == 0 {
-		return nil
+		return
 	}
-	fmt.Fprintf(w, "\n%sserver tables needing review (not started: the config lies in %s, where servers can write):%s\n",
-		p.approval, pin.Visible(reviews[0].Writable), p.reset)
+	fmt.Fprintf(w, "\n%sserver tables needing review (not started: the config lies where servers can write):%s\n", p.approval, p.reset)
 	for _, r := range reviews {
-		fmt.Fprintf(w, "- [mcp.%s] of %s, %s: ", r.Server, pin.Visible(r.Config), r.Status)
-		var b strings.Builder
-		if err := writeReview(&b, r); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s", strings.ReplaceAll(strings.TrimRight(b.String(), "\n"), "\n", "\n  "))
+		fmt.Fprintf(w, "- [mcp.%s], %s: ", r.Server, r.Pin)
+		fmt.Fprintf(w, "%s", strings.ReplaceAll(strings.TrimRight(r.Text, "\n"), "\n", "\n  "))
 		fmt.Fprintf(w, "\n  review it: %s\n", pin.Visible(r.Approve))
 	}
-	return nil
 }

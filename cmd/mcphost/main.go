@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -62,11 +61,6 @@ type cli struct {
 	state          string
 	lock           string
 	verbose        bool
-	// reviews are the server tables connect left out: the config lies
-	// where a server could write it and a person has not reviewed them.
-	reviews []tableReview
-	// configs are the config's server tables, all of them.
-	configs []mcphost.ServerConfig
 }
 
 const usage = `mcphost shows what a coding agent's MCP servers offer, and records a person's review.
@@ -127,26 +121,18 @@ func (c *cli) flags(verb, synopsis, examples string) *flag.FlagSet {
 	return fs
 }
 
-// connect parses the config and starts its servers.
+// connect loads the config and starts its servers. Which tables may start
+// (a config that servers could write starts only reviewed ones), what is
+// trusted and what is held is the library's to decide: the CLI prints it.
 func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Session, int) {
-	data, err := os.ReadFile(c.config)
+	servers, err := mcphost.Load(c.config)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
-		return nil, exitUsage
-	}
-	servers, err := mcphost.Parse(data)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost: %s: %v\n", c.config, err)
+		fmt.Fprintf(c.stderr, "mcphost: %s\n", visibleLines(strings.TrimPrefix(err.Error(), "mcphost: "), "  "))
 		return nil, exitUsage
 	}
 	if len(servers) == 0 {
 		fmt.Fprintf(c.stderr, "mcphost: %s has no [mcp.<name>] table\n", c.config)
 		return nil, exitUsage
-	}
-	c.configs = servers
-	if servers, c.reviews, err = c.reviewTables(ctx, servers); err != nil {
-		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
-		return nil, exitFail
 	}
 	opts.Worktree, opts.StateDir, opts.ConfigFile, opts.LockFile = c.worktree, c.state, c.config, c.lock
 	if c.verbose {
@@ -154,7 +140,7 @@ func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Sessi
 	}
 	s, err := mcphost.Connect(ctx, servers, opts)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
+		fmt.Fprintf(c.stderr, "mcphost: %s\n", visibleLines(strings.TrimPrefix(err.Error(), "mcphost: "), "  "))
 		var ce *mcphost.ConfigError
 		if errors.As(err, &ce) || errors.Is(err, mcphost.ErrStateReachable) {
 			return nil, exitUsage
@@ -164,10 +150,26 @@ func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Sessi
 	return s, exitOK
 }
 
+// heldTables are the reviews of the tables that did not start for want of
+// a person's review.
+func heldTables(s *mcphost.Session) []mcphost.Review {
+	out := []mcphost.Review{}
+	for _, r := range s.Pending() {
+		if r.Kind == "table" {
+			for _, srv := range s.Servers() {
+				if srv.Name == r.Server && srv.State == mcphost.ServerUnreviewed {
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out
+}
+
 func (c *cli) list(ctx context.Context, args []string) int {
 	fs := c.flags("list", "list [-config F] [-worktree D] [-state D] [-lock F] [-json]",
 		"  mcphost list -config examples/mcphost.toml\n  mcphost list -json | jq '.tools[] | select(.decision == \"allow\")'\n")
-	asJSON := fs.Bool("json", false, "print one JSON object: tools, servers, notices")
+	asJSON := fs.Bool("json", false, "print one JSON object: tools, prompts, servers, reviews (tables held for review), notices")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -181,22 +183,20 @@ func (c *cli) list(ctx context.Context, args []string) int {
 		return code
 	}
 	defer s.Close()
+	held := heldTables(s)
 	if *asJSON {
 		out := struct {
 			Tools   []mcphost.Tool       `json:"tools"`
 			Prompts []mcphost.Prompt     `json:"prompts"`
 			Servers []mcphost.ServerInfo `json:"servers"`
-			Reviews []tableReview        `json:"reviews"`
+			Reviews []mcphost.Review     `json:"reviews"`
 			Notices []string             `json:"notices"`
-		}{s.AllTools(), s.Prompts(), c.servers(s), c.reviews, s.Notices()}
+		}{s.AllTools(), s.Prompts(), s.Servers(), held, s.Notices()}
 		if out.Notices == nil {
 			out.Notices = []string{}
 		}
 		if out.Prompts == nil {
 			out.Prompts = []mcphost.Prompt{}
-		}
-		if out.Reviews == nil {
-			out.Reviews = []tableReview{}
 		}
 		if err := writeJSON(c.stdout, out); err != nil {
 			fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
@@ -205,32 +205,14 @@ func (c *cli) list(ctx context.Context, args []string) int {
 		return exitOK
 	}
 	p := colorFor(c.stdout)
-	writeList(c.stdout, s.AllTools(), s.Prompts(), c.servers(s), s.Notices(), p)
-	if err := writeReviews(c.stdout, c.reviews, p); err != nil {
-		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
-		return exitFail
-	}
+	writeList(c.stdout, s.AllTools(), s.Prompts(), s.Servers(), s.Notices(), p)
+	writeReviews(c.stdout, held, p)
 	return exitOK
 }
 
-// servers is the session's servers and, in name order among them, the
-// ones left out for review, as "unreviewed".
-func (c *cli) servers(s *mcphost.Session) []mcphost.ServerInfo {
-	out := s.Servers()
-	for _, r := range c.reviews {
-		out = append(out, mcphost.ServerInfo{Name: r.Server, State: stateUnreviewed, Confinement: "not started", Widens: []string{}})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// stateUnreviewed is the state list shows for a server whose table needs
-// review.
-const stateUnreviewed mcphost.ServerState = "unreviewed"
-
 func (c *cli) check(ctx context.Context, args []string) int {
 	fs := c.flags("check", "check [-config F] [-worktree D] [-state D] [-lock F]",
-		"  mcphost check && echo 'every offered tool is as reviewed'\n")
+		"  mcphost check && echo 'everything the model reads is as reviewed'\n")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -248,262 +230,78 @@ func (c *cli) check(ctx context.Context, args []string) int {
 	for _, n := range s.Notices() {
 		fmt.Fprintf(c.stdout, "notice: %s\n", visibleLines(n, "  "))
 	}
-	for _, r := range c.reviews {
-		fmt.Fprintf(c.stdout, "server table [mcp.%s] is %s since its review and did not start: %s lies in %s, where servers can write; review it with: %s\n",
-			r.Server, r.Status, c.config, r.Writable, r.Approve)
-		code = exitFail
-	}
 	for _, srv := range s.Servers() {
-		if srv.State != mcphost.ServerRunning {
+		if srv.State != mcphost.ServerRunning && srv.State != mcphost.ServerUnreviewed {
 			fmt.Fprintf(c.stdout, "server %s is %s: its tools could not be checked\n", srv.Name, srv.State)
 			code = exitFail
 		}
 	}
-	if err := s.StateError(); err != nil && c.lock != "" {
-		fmt.Fprintf(c.stdout, "the lock cannot be used, so no review could be checked: %s\n", pin.Visible(err.Error()))
-		code = exitFail
-	} else if err != nil {
-		fmt.Fprintf(c.stdout, "the reviewed-tools state cannot be read, so no review could be checked: %v\n", err)
-		code = exitFail
-	}
+	what := "the reviewed-tools state"
 	if c.lock != "" {
-		return c.checkLock(ctx, s, code)
+		what = "the lock"
 	}
-	// Everything offered reaches the model, allowed or not: each must be
-	// as a person (or the agent's first sight of its server) recorded it.
-	unreviewed := 0
-	for _, t := range s.AllTools() {
-		switch {
-		case t.Withheld:
-			fmt.Fprintf(c.stdout, "held: %s is new since its server's review and not offered until reviewed\n", t.Name)
-		case !t.Offered():
-		case t.Pin == mcphost.PinChanged:
-			unreviewed++
-			fmt.Fprintf(c.stdout, "changed: %s (%s) changed since its review\n", t.Name, pin.Visible(strings.Join(t.Changed, ", ")))
-		case t.Pin == mcphost.PinNew && t.Decision == mcphost.Allow:
-			unreviewed++
-			fmt.Fprintf(c.stdout, "unreviewed: %s is allowed but has no review on record\n", t.Name)
-		case t.Pin == mcphost.PinNew:
-			unreviewed++
-			fmt.Fprintf(c.stdout, "unreviewed: %s is offered (each call asks) but has no review on record\n", t.Name)
-		}
+	if err := s.StateError(); err != nil {
+		fmt.Fprintf(c.stdout, "%s cannot be read or trusted, so no review could be checked: %s\n", what, pin.Visible(err.Error()))
+		return exitFail
 	}
-	for _, srv := range s.Servers() {
-		if srv.Instructions != "" && srv.InstructionsPin != mcphost.PinSame {
-			unreviewed++
-			fmt.Fprintf(c.stdout, "%s: the instructions of %s are not as reviewed: see them with 'mcphost approve instructions:%s'\n", srv.InstructionsPin, srv.Name, srv.Name)
-		}
+	pending := s.Pending()
+	for _, r := range pending {
+		fmt.Fprintf(c.stdout, "%s; review it with: %s\n", pendingLine(s, r, c.lock != ""), pin.Visible(r.Approve))
 	}
-	for _, p := range s.Prompts() {
-		if p.Pin != mcphost.PinSame {
-			unreviewed++
-			fmt.Fprintf(c.stdout, "%s: prompt %s of %s is not as reviewed: see it with 'mcphost approve prompt:%s/%s'\n", p.Pin, pin.Visible(p.Name), p.Server, p.Server, pin.Visible(p.Name))
-		}
-	}
-	if unreviewed > 0 {
-		fmt.Fprintf(c.stdout, "%d offered tool(s), instructions or prompts not as reviewed: see them with 'mcphost approve%s TOOL'\n", unreviewed, flagsUsed(fs))
+	if len(pending) > 0 {
+		fmt.Fprintf(c.stdout, "%d thing(s) not as reviewed in %s\n", len(pending), what)
 		return exitFail
 	}
 	if code == exitOK {
-		fmt.Fprintln(c.stdout, "ok: every offered tool is as reviewed")
+		if c.lock != "" {
+			fmt.Fprintf(c.stdout, "ok: every server and everything it offers is as the lock %s recorded\n", c.lock)
+		} else {
+			fmt.Fprintln(c.stdout, "ok: everything the model reads is as reviewed")
+		}
 	}
 	return code
 }
 
-func (c *cli) approve(ctx context.Context, args []string) int {
-	fs := c.flags("approve", "approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER|instructions:SERVER|prompt:SERVER/NAME...",
-		"  mcphost approve mcp__notes__list_notes\n  mcphost approve -yes mcp__notes__list_notes mcp__notes__add_note\n"+
-			"  mcphost approve -config mcphost.toml notes   # review the [mcp.notes] table of a config servers could write\n"+
-			"  mcphost approve instructions:notes prompt:notes/summarize\n")
-	yes := fs.Bool("yes", false, "record without asking")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagExit(err)
+// pendingLine says, for check, what is not as reviewed.
+func pendingLine(s *mcphost.Session, r mcphost.Review, lock bool) string {
+	fields := ""
+	if len(r.Changed) > 0 {
+		fields = " (" + pin.Visible(strings.Join(r.Changed, ", ")) + ")"
 	}
-	if len(pos) == 0 && c.lock != "" {
-		return c.acceptLock(*yes, bufio.NewReader(c.stdin))
+	noReview, since := "has no review on record", "its review"
+	if lock {
+		noReview, since = "is not in the lock", "the lock's review"
 	}
-	if len(pos) == 0 {
-		fmt.Fprintln(c.stderr, "mcphost approve: name at least one TOOL (a model name such as mcp__notes__list_notes) or SERVER (a table such as notes)")
-		return exitUsage
-	}
-	in := bufio.NewReader(c.stdin)
-	var tables, tools []string
-	for _, a := range pos {
-		if isServerName(a) {
-			tables = append(tables, a)
-		} else {
-			tools = append(tools, a)
+	switch r.Kind {
+	case "table":
+		if r.Pin == mcphost.PinChanged {
+			return fmt.Sprintf("table changed: [mcp.%s]%s differs from %s", r.Server, fields, since)
 		}
-	}
-	failed := false
-	if len(tables) > 0 {
-		failed = !c.approveTables(ctx, tables, *yes, func(q string) bool { return ask(in, c.stdout, q) })
-	}
-	if len(tools) == 0 {
-		if failed {
-			return exitFail
+		return fmt.Sprintf("%s: server table [mcp.%s] %s", r.Pin, r.Server, noReview)
+	case "program":
+		if r.Pin == mcphost.PinChanged {
+			return fmt.Sprintf("program changed: server %s: %s", r.Server, pin.Visible(strings.Join(strings.Fields(r.Text), " ")))
 		}
-		return exitOK
+		return fmt.Sprintf("%s: the program of server %s %s", r.Pin, r.Server, noReview)
+	case "instructions":
+		return fmt.Sprintf("%s: the instructions of %s are not as reviewed", r.Pin, r.Server)
+	case "prompt":
+		return fmt.Sprintf("%s: %s is not as reviewed", r.Pin, pin.Visible(r.Ref))
 	}
-	s, code := c.connect(ctx, mcphost.Options{ReadOnlyState: true})
-	if s == nil {
-		return code
+	t, _ := s.Tool(r.Ref)
+	switch {
+	case r.Pin == mcphost.PinGone && lock:
+		return fmt.Sprintf("gone: %s is in the lock but server %s no longer offers it", pin.Visible(r.Ref), r.Server)
+	case r.Pin == mcphost.PinGone:
+		return fmt.Sprintf("gone: %s was reviewed, but server %s no longer offers it", pin.Visible(r.Ref), r.Server)
+	case r.Pin == mcphost.PinChanged:
+		return fmt.Sprintf("changed: %s%s changed since %s and is held from the model", r.Ref, fields, since)
+	case t.Withheld:
+		return fmt.Sprintf("held: %s %s and is not offered to the model until reviewed", r.Ref, noReview)
+	case t.Decision == mcphost.Allow:
+		return fmt.Sprintf("unreviewed: %s is allowed but %s", r.Ref, noReview)
 	}
-	defer s.Close()
-	var approved []string
-	for _, name := range tools {
-		if server, ok := strings.CutPrefix(name, "instructions:"); ok {
-			if !c.reviewInstructions(s, server, in, *yes) {
-				failed = true
-			}
-			continue
-		}
-		if rest, ok := strings.CutPrefix(name, "prompt:"); ok {
-			server, prompt, _ := strings.Cut(rest, "/")
-			if !c.reviewPrompt(s, server, prompt, in, *yes) {
-				failed = true
-			}
-			continue
-		}
-		t, ok := s.Tool(name)
-		if !ok && c.lock != "" {
-			if handled, ok := c.approveGone(ctx, s, name, *yes, in); handled {
-				failed = failed || !ok
-				continue
-			}
-		}
-		if !ok {
-			if r, gated := c.reviewOf(name); gated {
-				fmt.Fprintf(c.stderr, "mcphost approve: %s: server table [mcp.%s] needs review first (it did not start): %s\n", pin.Visible(name), r.Server, r.Approve)
-				failed = true
-				continue
-			}
-			fmt.Fprintf(c.stderr, "mcphost approve: no tool named %q%s (see every tool with 'mcphost list%s')\n", pin.Visible(name), didYouMean(name, s.AllTools()), flagsUsed(fs))
-			failed = true
-			continue
-		}
-		if err := s.CanApprove(name); err != nil {
-			fmt.Fprintf(c.stderr, "%s\n", pin.Visible(err.Error()))
-			failed = true
-			continue
-		}
-		fmt.Fprintf(c.stdout, "%s (server %s, tool %s, decision %s): %s\n", t.Name, t.Server, pin.Visible(t.Tool), t.Decision, t.Pin)
-		if t.Withheld {
-			fmt.Fprintf(c.stdout, "new since its server's review, and held from the model until recorded (new_tools = \"hold\")\n")
-		}
-		changes, err := s.Diff(name)
-		if err != nil {
-			fmt.Fprintf(c.stderr, "mcphost approve: %s: %s\n", name, pin.Visible(err.Error()))
-			failed = true
-			continue
-		}
-		switch {
-		case len(changes) > 0:
-			fmt.Fprintln(c.stdout, "changed since its review:")
-			if err := pin.Format(c.stdout, changes); err != nil {
-				fmt.Fprintf(c.stderr, "mcphost approve: %v\n", err)
-				failed = true
-				continue
-			}
-		case t.Pin == mcphost.PinSame:
-			fmt.Fprintln(c.stdout, "unchanged since its review.")
-		default:
-			fmt.Fprintln(c.stdout, "not reviewed before; its whole definition:")
-			all, err := pin.Diff(json.RawMessage(`{}`), t.Definition)
-			if err == nil {
-				err = pin.Format(c.stdout, all)
-			}
-			if err != nil {
-				fmt.Fprintf(c.stderr, "mcphost approve: %v\n", err)
-				failed = true
-				continue
-			}
-		}
-		if !*yes && !ask(in, c.stdout, fmt.Sprintf("Record %s as reviewed?", t.Name)) {
-			fmt.Fprintf(c.stdout, "not recorded: %s\n", t.Name)
-			failed = true
-			continue
-		}
-		approved = append(approved, name)
-	}
-	for _, name := range approved {
-		if err := s.Approve(name); err != nil {
-			fmt.Fprintf(c.stderr, "mcphost approve: %s\n", pin.Visible(err.Error()))
-			failed = true
-			continue
-		}
-		if t, _ := s.Tool(name); t.Decision != mcphost.Allow && c.programChanged(s, t.Server) {
-			fmt.Fprintf(c.stdout, "recorded: %s (each call still asks: the program of server %s changed since the lock's review; review it with: %s)\n", name, t.Server, c.approveCommand(t.Server))
-		} else if t.Decision == mcphost.Allow {
-			fmt.Fprintf(c.stdout, "recorded: %s (allowed: called without asking)\n", name)
-		} else {
-			fmt.Fprintf(c.stdout, "recorded: %s (each call still asks: it is not in allow)\n", name)
-		}
-	}
-	if failed {
-		return exitFail
-	}
-	return exitOK
-}
-
-// reviewInstructions shows a server's instructions as `approve` shows a
-// tool, and records them if the person says so. It reports success.
-func (c *cli) reviewInstructions(s *mcphost.Session, server string, in *bufio.Reader, yes bool) bool {
-	diff, st, err := s.InstructionsReview(server)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost approve: instructions:%s: %s\n", pin.Visible(server), pin.Visible(err.Error()))
-		return false
-	}
-	fmt.Fprintf(c.stdout, "instructions of server %s: %s\n", server, st)
-	switch st {
-	case mcphost.PinSame:
-		fmt.Fprintln(c.stdout, "unchanged since their review.")
-	case mcphost.PinChanged:
-		fmt.Fprint(c.stdout, "changed since their review:\n"+diff)
-	default:
-		fmt.Fprint(c.stdout, "not reviewed before; the whole text:\n"+diff)
-	}
-	if !yes && !ask(in, c.stdout, fmt.Sprintf("Record the instructions of %s as reviewed?", server)) {
-		fmt.Fprintf(c.stdout, "not recorded: instructions:%s\n", server)
-		return false
-	}
-	if err := s.ApproveInstructions(server); err != nil {
-		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", pin.Visible(err.Error()))
-		return false
-	}
-	fmt.Fprintf(c.stdout, "recorded: instructions:%s (given to the agent for the model)\n", server)
-	return true
-}
-
-// reviewPrompt shows a prompt as `approve` shows a tool, and records it if
-// the person says so. It reports success.
-func (c *cli) reviewPrompt(s *mcphost.Session, server, name string, in *bufio.Reader, yes bool) bool {
-	target := "prompt:" + server + "/" + name
-	diff, st, err := s.PromptReview(server, name)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost approve: %s: %s\n", pin.Visible(target), pin.Visible(err.Error()))
-		return false
-	}
-	fmt.Fprintf(c.stdout, "%s: %s\n", pin.Visible(target), st)
-	switch st {
-	case mcphost.PinSame:
-		fmt.Fprintln(c.stdout, "unchanged since its review.")
-	case mcphost.PinChanged:
-		fmt.Fprint(c.stdout, "changed since its review:\n"+diff)
-	default:
-		fmt.Fprint(c.stdout, "not reviewed before; its whole definition:\n"+diff)
-	}
-	if !yes && !ask(in, c.stdout, fmt.Sprintf("Record %s as reviewed?", pin.Visible(target))) {
-		fmt.Fprintf(c.stdout, "not recorded: %s\n", pin.Visible(target))
-		return false
-	}
-	if err := s.ApprovePrompt(server, name); err != nil {
-		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", pin.Visible(err.Error()))
-		return false
-	}
-	fmt.Fprintf(c.stdout, "recorded: %s\n", pin.Visible(target))
-	return true
+	return fmt.Sprintf("unreviewed: %s is offered (each call asks) but %s", r.Ref, noReview)
 }
 
 // ask reads a yes/no answer; anything but y or yes is no.
@@ -540,12 +338,12 @@ func (c *cli) call(ctx context.Context, args []string) int {
 	// The person running `call` is the approver: calling is their explicit
 	// act. The session is read-only, so a changed tool is called this once
 	// and still needs `mcphost approve` to be trusted for the agent.
-	opts := mcphost.Options{ReadOnlyState: true, Approver: func(_ context.Context, req mcphost.ApprovalRequest) (mcphost.Verdict, error) {
+	opts := mcphost.Options{ReadOnlyState: true, ApproveHeld: true, Approver: func(_ context.Context, req mcphost.ApprovalRequest) (mcphost.Verdict, error) {
 		fmt.Fprintf(c.stderr, "mcphost: calling %s, which needs approval (%s), because you asked\n", req.Tool.Name, pin.Visible(req.Reason))
-		if req.Tool.Pin == mcphost.PinChanged {
+		if req.Tool.Pin == mcphost.PinChanged || req.Tool.Withheld {
 			// Said, not asked: the person asked for this call, but should
 			// know what they are calling. Diff is escaped already.
-			fmt.Fprintf(c.stderr, "%s\nnot recorded as reviewed: see 'mcphost approve %s'\n", strings.TrimSuffix(req.Diff, "\n"), req.Tool.Name)
+			fmt.Fprintf(c.stderr, "%s\nnot recorded as reviewed: see 'mcphost approve%s %s'\n", strings.TrimSuffix(req.Diff, "\n"), flagsUsed(fs), req.Tool.Name)
 		}
 		return mcphost.ApproveOnce, nil
 	}}
@@ -558,11 +356,6 @@ func (c *cli) call(ctx context.Context, args []string) int {
 	}
 	defer s.Close()
 	if _, ok := s.Tool(name); !ok {
-		if r, gated := c.reviewOf(name); gated {
-			fmt.Fprintf(c.stderr, "mcphost call: server table [mcp.%s] is %s since its review and did not start: %s lies in %s, where servers can write; review it with: %s\n",
-				r.Server, r.Status, c.config, r.Writable, r.Approve)
-			return exitFail
-		}
 		for _, n := range s.Notices() {
 			fmt.Fprintf(c.stderr, "notice: %s\n", visibleLines(n, "  "))
 		}
@@ -595,17 +388,6 @@ func (c *cli) call(ctx context.Context, args []string) int {
 	return exitOK
 }
 
-// reviewOf returns the review that kept the server of the tool model name
-// from starting, if any.
-func (c *cli) reviewOf(model string) (tableReview, bool) {
-	for _, r := range c.reviews {
-		if strings.HasPrefix(model, "mcp__"+strings.ReplaceAll(r.Server, "-", "_")+"__") {
-			return r, true
-		}
-	}
-	return tableReview{}, false
-}
-
 // parse parses args with fs, taking flags wherever they stand (mcphost
 // approve TOOL -yes), not only before the first argument; after "--"
 // everything is an argument. It returns the arguments.
@@ -633,7 +415,7 @@ func flagsUsed(fs *flag.FlagSet) string {
 	var b strings.Builder
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "config", "worktree", "state":
+		case "config", "worktree", "state", "lock":
 			fmt.Fprintf(&b, " -%s %s", f.Name, shellQuote(f.Value.String()))
 		}
 	})
@@ -714,4 +496,13 @@ func flagExit(err error) int {
 		return exitOK
 	}
 	return exitUsage
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it, for the commands
+// the CLI suggests.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

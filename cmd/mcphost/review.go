@@ -1,335 +1,212 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/mcphost/mcphost/pin"
 )
 
-// A config that lies where a server could write it (the worktree, a write
-// path of one of its servers) might have been planted or changed by one: its
-// server tables start only as a person reviewed them. The review is recorded
-// in the state directory (outside the worktree, locked and atomic, in
-// package pin) as the digest and definition of each table, per config path.
-
-// tableReview is a server table that needs a person's review before it
-// starts.
-type tableReview struct {
-	Server string `json:"server"`
-	// Config is the config file's absolute path, resolved.
-	Config string `json:"config"`
-	// Writable is the writable path the config lies in.
-	Writable string `json:"writable"`
-	// Status is "new" (never reviewed) or "changed" (since its review).
-	Status string `json:"status"`
-	// Definition is the whole table as it would run.
-	Definition json.RawMessage `json:"definition"`
-	// Changes are what changed since the review, for "changed".
-	Changes []fieldChange `json:"changes,omitempty"`
-	// Approve is the command that reviews it.
-	Approve string `json:"approve"`
-}
-
-// fieldChange is one pin.Change, in list -json's spelling.
-type fieldChange struct {
-	Field string `json:"field"`
-	Old   string `json:"old"`
-	New   string `json:"new"`
-}
-
-func fieldChanges(cs []pin.Change) []fieldChange {
-	out := make([]fieldChange, len(cs))
-	for i, c := range cs {
-		out[i] = fieldChange{c.Field, c.Old, c.New}
-	}
-	return out
-}
-
-// configPlace says whether the config file c reads lies where a server could
-// write it, and returns its resolved path and the writable path holding it.
-func (c *cli) configPlace(servers []mcphost.ServerConfig) (config, writable string, err error) {
-	abs, err := filepath.Abs(c.config)
+// approve shows a person what the references name and records it if they
+// say so. What a reference covers, whether it needs review and what
+// recording it does is the library's (Session.Review, Session.Approve);
+// approve only shows and asks.
+func (c *cli) approve(ctx context.Context, args []string) int {
+	fs := c.flags("approve", "approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] SERVER|TOOL|table:SERVER|program:SERVER|instructions:SERVER|prompt:SERVER/NAME...",
+		"  mcphost approve notes                       # the server whole: its table, tools, instructions, prompts\n"+
+			"  mcphost approve mcp__notes__list_notes\n  mcphost approve -yes mcp__notes__list_notes mcp__notes__add_note\n"+
+			"  mcphost approve instructions:notes prompt:notes/summarize\n"+
+			"  mcphost approve -lock mcphost.lock           # trust the lock as it is, after reading it\n")
+	yes := fs.Bool("yes", false, "record without asking")
+	pos, err := parse(fs, args)
 	if err != nil {
-		return "", "", err
+		return flagExit(err)
 	}
-	canon, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", "", err
+	in := bufio.NewReader(c.stdin)
+	if len(pos) == 0 && c.lock != "" {
+		return c.acceptLock(ctx, *yes, in)
 	}
-	roots, err := mcphost.WritablePaths(servers, mcphost.Options{Worktree: c.worktree})
-	if err != nil {
-		return "", "", err
+	if len(pos) == 0 {
+		fmt.Fprintln(c.stderr, "mcphost approve: name at least one SERVER (a table such as notes: the server whole) or TOOL (a model name such as mcp__notes__list_notes)")
+		return exitUsage
 	}
-	for _, r := range roots {
-		// The link a person named, or the file it leads to: either could
-		// have been put there by a server.
-		if under(abs, r) || under(canon, r) {
-			return canon, r, nil
+	s, code := c.connect(ctx, mcphost.Options{ReadOnlyState: true})
+	if s == nil {
+		return code
+	}
+	defer s.Close()
+	failed := false
+	done := map[string]bool{}
+	for _, ref := range pos {
+		if done[ref] {
+			continue // recorded with a server named before it
+		}
+		if !c.approveRef(ctx, s, ref, *yes, in, done) {
+			failed = true
 		}
 	}
-	return canon, "", nil
+	if failed {
+		return exitFail
+	}
+	return exitOK
 }
 
-func under(p, root string) bool {
-	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// stateDir is the state directory the session will use.
-func (c *cli) stateDir() (string, error) {
-	if c.state != "" {
-		return filepath.Abs(c.state)
-	}
-	wt, err := filepath.Abs(c.worktree)
-	if err == nil {
-		wt, err = filepath.EvalSymlinks(wt)
-	}
+// approveRef reviews one reference. A server whose table was held from
+// starting is reviewed in two steps of one pass: its table, then (started
+// with the reviewed table) everything it offers.
+func (c *cli) approveRef(ctx context.Context, s *mcphost.Session, ref string, yes bool, in *bufio.Reader, done map[string]bool) bool {
+	rs, err := s.Review(ref)
 	if err != nil {
-		return "", fmt.Errorf("worktree: %w", err)
-	}
-	return mcphost.DefaultStateDir(wt)
-}
-
-// reviewTables splits servers into those that may start and the tables that
-// need review. It fails when the state cannot be read while the config
-// needs reviews: then no table can be trusted.
-func (c *cli) reviewTables(ctx context.Context, servers []mcphost.ServerConfig) ([]mcphost.ServerConfig, []tableReview, error) {
-	config, writable, err := c.configPlace(servers)
-	if err != nil {
-		return nil, nil, err
-	}
-	if writable == "" {
-		return servers, nil, nil
-	}
-	if c.lock != "" {
-		return c.reviewTablesInLock(ctx, servers, config, writable)
-	}
-	dir, err := c.stateDir()
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := (&pin.Store{Dir: dir}).Load()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s lies in %s, where servers can write, so its server tables start only as reviewed, and the reviews cannot be read: %w", c.config, writable, err)
-	}
-	return c.sortTables(servers, config, writable, func(server string) (string, json.RawMessage, bool) {
-		prev, ok := st.Tables[pin.TableKey(config, server)]
-		return prev.Digest, prev.Definition, ok
-	})
-}
-
-// sortTables splits servers into those whose table is as reviewed, to
-// start, and reviews of the others; reviewed returns a server's reviewed
-// table (its digest and definition), and false if it has none.
-func (c *cli) sortTables(servers []mcphost.ServerConfig, config, writable string, reviewed func(server string) (digest string, def json.RawMessage, ok bool)) ([]mcphost.ServerConfig, []tableReview, error) {
-	var start []mcphost.ServerConfig
-	var reviews []tableReview
-	for _, sc := range servers {
-		def, err := sc.Definition()
-		if err != nil {
-			return nil, nil, err
+		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", visibleLines(err.Error(), "  "))
+		if _, _, isTool := mcphost.SplitModelName(ref); isTool {
+			fmt.Fprintf(c.stderr, "mcphost approve: %s%s (see every tool with 'mcphost list')\n", pin.Visible(ref), didYouMean(ref, s.AllTools()))
 		}
-		d, err := pin.Digest(def)
-		if err != nil {
-			return nil, nil, err
-		}
-		prevDigest, prevDef, ok := reviewed(sc.Name)
-		if ok && prevDigest == d {
-			start = append(start, sc)
-			continue
-		}
-		r := tableReview{Server: sc.Name, Config: config, Writable: writable, Status: "new", Definition: def, Approve: c.approveCommand(sc.Name)}
-		if ok {
-			changes, err := pin.Diff(prevDef, def)
-			if err != nil {
-				return nil, nil, err
+		return false
+	}
+	held := false
+	for _, srv := range s.Servers() {
+		held = held || srv.Name == ref && srv.State == mcphost.ServerUnreviewed
+	}
+	if !c.confirm(ctx, s, ref, rs, yes, in, done) {
+		return false
+	}
+	if !held {
+		return true
+	}
+	// The table of a server held from starting was recorded: start it and
+	// review the rest of it.
+	if err := s.Restart(ctx, ref); err != nil {
+		fmt.Fprintf(c.stderr, "mcphost approve: server %s did not start with its reviewed table, so nothing else of it could be reviewed: %s\n", ref, visibleLines(err.Error(), "  "))
+		return false
+	}
+	rest, err := s.Review(ref)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", visibleLines(err.Error(), "  "))
+		return false
+	}
+	return c.confirm(ctx, s, ref, rest[1:], yes, in, done)
+}
+
+// confirm shows reviews and records them when the person says yes (or
+// yes is set): one question for the lot.
+func (c *cli) confirm(ctx context.Context, s *mcphost.Session, ref string, rs []mcphost.Review, yes bool, in *bufio.Reader, done map[string]bool) bool {
+	if len(rs) == 0 {
+		return true
+	}
+	for _, r := range rs {
+		writeOneReview(c.stdout, s, r, c.lock != "")
+	}
+	question := fmt.Sprintf("Record %s as reviewed?", pin.Visible(ref))
+	if len(rs) > 1 {
+		question = fmt.Sprintf("Record all %d of %s as reviewed, as shown?", len(rs), pin.Visible(ref))
+	}
+	if !yes && !ask(in, c.stdout, question) {
+		fmt.Fprintf(c.stdout, "not recorded: %s\n", pin.Visible(ref))
+		return false
+	}
+	if err := s.Approve(ctx, rs...); err != nil {
+		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", visibleLines(err.Error(), "  "))
+		return false
+	}
+	for _, r := range rs {
+		done[r.Ref] = true
+		fmt.Fprintf(c.stdout, "recorded: %s%s\n", pin.Visible(r.Ref), c.outcome(s, r))
+	}
+	return true
+}
+
+// outcome says what recording r changed for the agent.
+func (c *cli) outcome(s *mcphost.Session, r mcphost.Review) string {
+	switch {
+	case r.Kind == "table":
+		return fmt.Sprintf(" ([mcp.%s] starts as shown)", r.Server)
+	case r.Pin == mcphost.PinGone:
+		return " (its review is forgotten)"
+	case r.Kind == "instructions":
+		return " (given to the agent for the model)"
+	case r.Kind != "tool":
+		return ""
+	}
+	t, ok := s.Tool(r.Ref)
+	switch {
+	case !ok:
+		return ""
+	case t.Decision == mcphost.Allow:
+		return " (allowed: called without asking)"
+	case t.Pin == mcphost.PinSame:
+		for _, srv := range s.Servers() {
+			if srv.Name == t.Server && len(srv.ProgramChanged) > 0 {
+				return fmt.Sprintf(" (each call still asks: the program of server %s changed since the lock's review; review it with: mcphost approve program:%s)", t.Server, t.Server)
 			}
-			r.Status, r.Changes = "changed", fieldChanges(changes)
 		}
-		reviews = append(reviews, r)
+		return " (each call still asks: it is not in allow)"
 	}
-	return start, reviews, nil
+	return ""
 }
 
-// approveCommand is the command line that reviews a server's table, with
-// the flags this invocation was given.
-func (c *cli) approveCommand(server string) string {
-	args := []string{"mcphost", "approve", "-config", shellQuote(c.config)}
-	if c.worktree != "." {
-		args = append(args, "-worktree", shellQuote(c.worktree))
+// writeOneReview shows one review: what it is, how it compares with its
+// review, and the text (already escaped by the library).
+func writeOneReview(w io.Writer, s *mcphost.Session, r mcphost.Review, lock bool) {
+	since := "its review"
+	if lock {
+		since = "the lock's review"
 	}
-	if c.state != "" {
-		args = append(args, "-state", shellQuote(c.state))
+	whole := map[string]string{"instructions": "the whole text", "program": "its files"}[r.Kind]
+	if whole == "" {
+		whole = "its whole definition"
 	}
-	if c.lock != "" {
-		args = append(args, "-lock", shellQuote(c.lock))
-	}
-	return strings.Join(append(args, server), " ")
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// writeReview shows one table for review: its changes, or the whole table.
-func writeReview(w io.Writer, r tableReview) error {
-	if r.Status == "changed" {
-		fmt.Fprintln(w, "changed since its review:")
-		changes := make([]pin.Change, len(r.Changes))
-		for i, c := range r.Changes {
-			changes[i] = pin.Change{Field: c.Field, Old: c.Old, New: c.New}
+	head := map[mcphost.PinStatus]string{
+		mcphost.PinSame:     "unchanged since " + since + ".",
+		mcphost.PinChanged:  "changed since " + since + ":",
+		mcphost.PinNew:      "not reviewed before; " + whole + ":",
+		mcphost.PinUnpinned: "its review cannot be read; " + whole + ":",
+		mcphost.PinGone:     "gone:",
+	}[r.Pin]
+	if r.Kind == "instructions" && r.Pin == mcphost.PinChanged {
+		head = "changed since their review:"
+		if lock {
+			head = "changed since the lock's review:"
 		}
-		return pin.Format(w, changes)
 	}
-	fmt.Fprintln(w, "not reviewed before; the whole table:")
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(r.Definition, &m); err != nil {
-		return err
+	fmt.Fprintf(w, "%s (%s of server %s): %s\n", pin.Visible(r.Ref), r.Kind, r.Server, head)
+	if t, ok := s.Tool(r.Ref); ok && r.Kind == "tool" && t.Withheld {
+		fmt.Fprintln(w, "  (held from the model until recorded)")
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, m[k]); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "  %s = %s\n", pin.Visible(k), pin.Visible(buf.String()))
-	}
-	return nil
-}
-
-// approveTables records the review of the named servers' tables, after
-// showing each and asking (unless yes). It reports whether all were
-// recorded.
-func (c *cli) approveTables(ctx context.Context, names []string, yes bool, ask func(string) bool) bool {
-	if c.lock != "" {
-		return c.approveTablesIntoLock(ctx, names, yes, ask)
-	}
-	data, err := os.ReadFile(c.config)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
-		return false
-	}
-	servers, err := mcphost.Parse(data)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost: %s: %v\n", c.config, err)
-		return false
-	}
-	config, writable, err := c.configPlace(servers)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
-		return false
-	}
-	dir, err := c.stateDir()
-	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
-		return false
-	}
-	store := &pin.Store{Dir: dir}
-	st, err := store.Load()
-	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost: %v\n", err)
-		return false
-	}
-	byName := map[string]mcphost.ServerConfig{}
-	for _, sc := range servers {
-		byName[sc.Name] = sc
-	}
-	ok := true
-	type record struct {
-		key   string
-		entry pin.Entry
-	}
-	var recs []record
-	for _, name := range names {
-		sc, found := byName[name]
-		if !found {
-			fmt.Fprintf(c.stderr, "mcphost approve: %s has no [mcp.%s] table\n", c.config, pin.Visible(name))
-			ok = false
-			continue
-		}
-		def, err := sc.Definition()
-		if err != nil {
-			fmt.Fprintf(c.stderr, "mcphost approve: %v\n", err)
-			ok = false
-			continue
-		}
-		r := tableReview{Server: name, Config: config, Status: "new", Definition: def}
-		key := pin.TableKey(config, name)
-		if prev, seen := st.Tables[key]; seen {
-			changes, err := pin.Diff(prev.Definition, def)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "mcphost approve: %v\n", err)
-				ok = false
-				continue
+	if r.Text != "" {
+		for _, line := range strings.SplitAfter(r.Text, "\n") {
+			if line != "" {
+				fmt.Fprint(w, "  "+line)
 			}
-			r.Status, r.Changes = "changed", fieldChanges(changes)
 		}
-		where := "outside every path its servers can write"
-		if writable != "" {
-			where = "in " + writable + ", where servers can write"
-		}
-		fmt.Fprintf(c.stdout, "server table [mcp.%s] of %s (%s): %s\n", name, config, where, r.Status)
-		if r.Status == "changed" && len(r.Changes) == 0 {
-			fmt.Fprintln(c.stdout, "unchanged since its review.")
-		} else if err := writeReview(c.stdout, r); err != nil {
-			fmt.Fprintf(c.stderr, "mcphost approve: %v\n", err)
-			ok = false
-			continue
-		}
-		if !yes && !ask(fmt.Sprintf("Let [mcp.%s] start as shown?", name)) {
-			fmt.Fprintf(c.stdout, "not recorded: [mcp.%s]\n", name)
-			ok = false
-			continue
-		}
-		e, err := pin.NewEntry(def, time.Now())
-		if err != nil {
-			fmt.Fprintf(c.stderr, "mcphost approve: %v\n", err)
-			ok = false
-			continue
-		}
-		recs = append(recs, record{key, e})
 	}
-	if len(recs) == 0 {
-		return ok
-	}
-	err = store.Update(func(st *pin.State) error {
-		for _, r := range recs {
-			st.Tables[r.key] = r.entry
-		}
-		return nil
-	})
-	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost approve: %v\n", err)
-		return false
-	}
-	for _, r := range recs {
-		name, _, _ := strings.Cut(r.key, "@")
-		fmt.Fprintf(c.stdout, "recorded: [mcp.%s]\n", name)
-	}
-	return ok
 }
 
-// isServerName tells a server name from a tool's model name among
-// approve's arguments: model names always hold "__", server names never
-// hold "_".
-func isServerName(arg string) bool {
-	return mcphost.ValidServerName(arg) == nil
+// acceptLock shows the lock as a review (every table, program, tool,
+// instructions and prompt, whole or as a diff from its committed version)
+// and records its content as trusted by this person if they say so.
+func (c *cli) acceptLock(ctx context.Context, yes bool, in *bufio.Reader) int {
+	var servers []mcphost.ServerConfig
+	if loaded, err := mcphost.Load(c.config); err == nil {
+		servers = loaded
+	}
+	r, err := mcphost.ReviewLock(ctx, c.lock, servers, mcphost.Options{Worktree: c.worktree, StateDir: c.state})
+	if err != nil {
+		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", visibleLines(err.Error(), "  "))
+		return exitFail
+	}
+	fmt.Fprintf(c.stdout, "the lock %s (%s), compared with %s:\n%s", c.lock, r.Digest, r.Against, r.Text)
+	if !yes && !ask(in, c.stdout, fmt.Sprintf("Trust %s as shown?", c.lock)) {
+		fmt.Fprintf(c.stdout, "not recorded: %s\n", c.lock)
+		return exitFail
+	}
+	if err := r.Accept(); err != nil {
+		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", visibleLines(err.Error(), "  "))
+		return exitFail
+	}
+	fmt.Fprintf(c.stdout, "recorded: %s is trusted as shown\n", c.lock)
+	return exitOK
 }

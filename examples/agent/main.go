@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/mcphost/mcphost/internal/hostfile"
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/mcphost/mcphost/openai"
 	"github.com/mcphost/mcphost/pin"
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 
-	data, err := os.ReadFile(*configPath)
+	data, err := hostfile.Read(*configPath, hostfile.MaxConfig)
 	if err != nil {
 		return usageError{fmt.Errorf("%w (run from the repository root, or pass -config)", err)}
 	}
