@@ -83,25 +83,6 @@ func TestParseGrant(t *testing.T) {
 	}
 }
 
-func TestIsPublic(t *testing.T) {
-	for _, tt := range []struct {
-		addr string
-		want bool
-	}{
-		{"93.184.215.14", true}, {"2606:2800:21f:cb07:6820:80da:af6b:8b2c", true},
-		{"127.0.0.1", false}, {"127.8.9.1", false}, {"::1", false}, {"10.0.0.1", false},
-		{"172.16.0.1", false}, {"192.168.1.1", false}, {"169.254.169.254", false},
-		{"fe80::1", false}, {"fc00::1", false}, {"fd12::1", false}, {"100.100.1.1", false},
-		{"0.0.0.0", false}, {"0.1.2.3", false}, {"224.0.0.1", false}, {"255.255.255.255", false},
-		{"::ffff:127.0.0.1", false}, {"::ffff:8.8.8.8", true}, {"64:ff9b::a00:1", false},
-		{"64:ff9b::808:808", true}, {"240.1.2.3", false}, {"198.18.0.1", false}, {"::", false},
-	} {
-		if got := isPublic(netip.MustParseAddr(tt.addr)); got != tt.want {
-			t.Errorf("isPublic(%s) = %v, want %v", tt.addr, got, tt.want)
-		}
-	}
-}
-
 // fakeResolver answers from a table and records every lookup.
 type fakeResolver struct {
 	mu      sync.Mutex
@@ -164,8 +145,9 @@ func (o *origin) conns() int {
 }
 
 // startProxy serves a Proxy for grants on a loopback listener and returns
-// its address and the refusals it reported.
-func startProxy(t *testing.T, cfg Config) (string, func() []Refusal) {
+// its address and the refusals it reported. Each of adjust is applied to
+// the Proxy before it serves.
+func startProxy(t testing.TB, cfg Config, adjust ...func(*Proxy)) (string, func() []Refusal) {
 	t.Helper()
 	var mu sync.Mutex
 	var refused []Refusal
@@ -177,6 +159,9 @@ func startProxy(t *testing.T, cfg Config) (string, func() []Refusal) {
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range adjust {
+		f(p)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -202,7 +187,7 @@ func startProxy(t *testing.T, cfg Config) (string, func() []Refusal) {
 	}
 }
 
-func grants(t *testing.T, s ...string) []Grant {
+func grants(t testing.TB, s ...string) []Grant {
 	t.Helper()
 	var out []Grant
 	for _, x := range s {
