@@ -44,7 +44,7 @@ func TestLockNpmServer(t *testing.T) {
 		s.Close()
 		t.Fatalf("echo on first sight with a lock: %+v %v held %v; notices %q", echo.Decision, echo.Pin, echo.Withheld, s.Notices())
 	}
-	rs, err := s.Review("program:everything", "mcp__everything__echo")
+	rs, err := s.Review(context.Background(), "program:everything", "mcp__everything__echo")
 	if err == nil {
 		err = s.Approve(ctx, rs...)
 	}

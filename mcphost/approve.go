@@ -70,10 +70,10 @@ const PinGone PinStatus = "gone"
 // the session (an error wrapping ErrUnknownTool), to a tool the config
 // denies (nothing of it reaches the model), or to the tools of a server
 // that is not running (only its table can be reviewed then).
-func (s *Session) Review(refs ...string) ([]Review, error) {
+func (s *Session) Review(ctx context.Context, refs ...string) ([]Review, error) {
 	var out []Review
 	for _, ref := range refs {
-		rs, err := s.reviewsOf(ref)
+		rs, err := s.reviewsOf(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +103,7 @@ func (s *Session) Approve(ctx context.Context, reviews ...Review) error {
 	}
 	subs := make([]subject, 0, len(reviews))
 	for _, r := range reviews {
-		cur, err := s.reviewsOf(r.Ref)
+		cur, err := s.reviewsOf(ctx, r.Ref)
 		if err != nil {
 			return fmt.Errorf("mcphost: approve: %w", err)
 		}
@@ -131,10 +131,10 @@ func (s *Session) recordReviews(ctx context.Context, subs []subject) error {
 					return slices.ContainsFunc(subs, func(x subject) bool { return x.server == sub.server && x.kind == k })
 				}
 				if !has(kindTable) {
-					subs = append(subs, s.tableReview(srv).sub)
+					subs = append(subs, s.tableReview(ctx, srv).sub)
 				}
 				if !has(kindProgram) {
-					subs = append(subs, s.programReview(srv).sub)
+					subs = append(subs, s.programReview(ctx, srv).sub)
 				}
 			}
 		}
@@ -211,18 +211,18 @@ func (s *Session) rejudge(srv *server, ls loadedState) {
 // person), and reviewed tools a running server no longer offers. An empty
 // result means everything the model can read is as a person reviewed it.
 // `mcphost check` prints it.
-func (s *Session) Pending() []Review {
+func (s *Session) Pending(ctx context.Context) []Review {
 	var out []Review
 	for _, name := range s.order {
 		srv := s.servers[name]
 		if srv.held() {
-			out = append(out, s.tableReview(srv))
+			out = append(out, s.tableReview(ctx, srv))
 			continue
 		}
 		if !srv.running() || s.StateError() != nil {
 			continue
 		}
-		rs, err := s.reviewsOf(name)
+		rs, err := s.reviewsOf(ctx, name)
 		if err != nil {
 			continue
 		}
@@ -242,17 +242,17 @@ func (s *Session) Pending() []Review {
 }
 
 // reviewsOf expands one reference.
-func (s *Session) reviewsOf(ref string) ([]Review, error) {
+func (s *Session) reviewsOf(ctx context.Context, ref string) ([]Review, error) {
 	kindName, rest, hasKind := strings.Cut(ref, ":")
 	if !hasKind {
 		if server, tool, ok := SplitModelName(ref); ok {
-			return s.toolReview(ref, server, tool)
+			return s.toolReview(ctx, ref, server, tool)
 		}
 		srv, err := s.server(ref)
 		if err != nil {
 			return nil, err
 		}
-		return s.serverReviews(srv)
+		return s.serverReviews(ctx, srv)
 	}
 	switch kindName {
 	case "table":
@@ -260,7 +260,7 @@ func (s *Session) reviewsOf(ref string) ([]Review, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []Review{s.tableReview(srv)}, nil
+		return []Review{s.tableReview(ctx, srv)}, nil
 	case "program":
 		srv, err := s.server(rest)
 		if err != nil {
@@ -269,7 +269,7 @@ func (s *Session) reviewsOf(ref string) ([]Review, error) {
 		if s.lock == nil {
 			return nil, fmt.Errorf("mcphost: %s: programs are reviewed into a lock file only (Options.LockFile, -lock)", pin.Visible(ref))
 		}
-		return []Review{s.programReview(srv)}, nil
+		return []Review{s.programReview(ctx, srv)}, nil
 	case "instructions":
 		srv, err := s.runningServer(rest)
 		if err != nil {
@@ -315,17 +315,17 @@ func (s *Session) runningServer(name string) (*server, error) {
 
 // serverReviews is the review of a server whole. A server held for its
 // table has only that to review: nothing else of it was seen.
-func (s *Session) serverReviews(srv *server) ([]Review, error) {
+func (s *Session) serverReviews(ctx context.Context, srv *server) ([]Review, error) {
 	var out []Review
 	if s.lock != nil || s.config != "" {
 		// A table is reviewed into a lock, or per config file.
-		out = append(out, s.tableReview(srv))
+		out = append(out, s.tableReview(ctx, srv))
 	}
 	if srv.held() {
 		return out, nil
 	}
 	if s.lock != nil {
-		out = append(out, s.programReview(srv))
+		out = append(out, s.programReview(ctx, srv))
 	}
 	if !srv.running() {
 		return out, nil
@@ -342,7 +342,7 @@ func (s *Session) serverReviews(srv *server) ([]Review, error) {
 	for _, e := range tools {
 		out = append(out, toolReview(e))
 	}
-	out = append(out, s.goneReviews(srv)...)
+	out = append(out, s.goneReviews(ctx, srv)...)
 	out = append(out, s.instructionsReview(srv))
 	srv.mu.Lock()
 	prompts := slices.Clone(srv.prompts)
@@ -355,7 +355,7 @@ func (s *Session) serverReviews(srv *server) ([]Review, error) {
 
 // toolReview is the review of one tool by its model name: a tool the
 // server offers, or one reviewed that a running server no longer offers.
-func (s *Session) toolReview(ref, server, tool string) ([]Review, error) {
+func (s *Session) toolReview(ctx context.Context, ref, server, tool string) ([]Review, error) {
 	s.mu.RLock()
 	e, ok := s.tools[ref]
 	s.mu.RUnlock()
@@ -369,7 +369,7 @@ func (s *Session) toolReview(ref, server, tool string) ([]Review, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range s.goneReviews(srv) {
+	for _, r := range s.goneReviews(ctx, srv) {
 		if r.sub.name == tool {
 			return []Review{r}, nil
 		}
@@ -378,7 +378,7 @@ func (s *Session) toolReview(ref, server, tool string) ([]Review, error) {
 }
 
 func toolReview(e *toolEntry) Review {
-	r := Review{Ref: e.Name, Kind: "tool", Server: e.Server, Pin: e.Pin, Digest: e.Digest,
+	r := Review{Ref: e.Name, Kind: kindTool.String(), Server: e.Server, Pin: e.Pin, Digest: e.Digest,
 		sub: subject{kind: kindTool, server: e.Server, name: e.Tool.Tool, def: e.Definition, digest: e.Digest}}
 	r.Text, r.Changed = render(e.Pin, e.reviewed, e.Definition)
 	return r
@@ -386,8 +386,8 @@ func toolReview(e *toolEntry) Review {
 
 // goneReviews are the tools a running server's reviews hold that it no
 // longer offers.
-func (s *Session) goneReviews(srv *server) []Review {
-	ls := s.loadPins(context.Background())
+func (s *Session) goneReviews(ctx context.Context, srv *server) []Review {
+	ls := s.loadPins(ctx)
 	if ls.err != nil {
 		return nil
 	}
@@ -402,7 +402,7 @@ func (s *Session) goneReviews(srv *server) []Review {
 		if _, offered := s.tools[model]; offered {
 			continue
 		}
-		out = append(out, Review{Ref: model, Kind: "tool", Server: srv.cfg.Name, Pin: PinGone,
+		out = append(out, Review{Ref: model, Kind: kindTool.String(), Server: srv.cfg.Name, Pin: PinGone,
 			Text: "reviewed, but the server no longer offers it: approving forgets its review\n",
 			sub:  subject{kind: kindTool, server: srv.cfg.Name, name: tool}})
 	}
@@ -410,23 +410,23 @@ func (s *Session) goneReviews(srv *server) []Review {
 }
 
 // tableReview is the review of a server's table.
-func (s *Session) tableReview(srv *server) Review {
+func (s *Session) tableReview(ctx context.Context, srv *server) Review {
 	def, digest := srv.tableSubject()
-	ls := s.loadPins(context.Background())
+	ls := s.loadPins(ctx)
 	v := judge(ls.prior(kindTable, srv.cfg.Name, ""), digest)
-	r := Review{Ref: "table:" + srv.cfg.Name, Kind: "table", Server: srv.cfg.Name, Pin: v.pin, Digest: digest,
+	r := Review{Ref: "table:" + srv.cfg.Name, Kind: kindTable.String(), Server: srv.cfg.Name, Pin: v.pin, Digest: digest,
 		sub: subject{kind: kindTable, server: srv.cfg.Name, def: def, digest: digest}}
 	r.Text, r.Changed = render(v.pin, v.reviewed, def)
 	return r
 }
 
 // programReview is the review of a server's program, as a lock records it.
-func (s *Session) programReview(srv *server) Review {
+func (s *Session) programReview(ctx context.Context, srv *server) Review {
 	def, _ := programDefinition(srv.program)
 	digest := mustDigest(def)
-	ls := s.loadPins(context.Background())
+	ls := s.loadPins(ctx)
 	v := judge(ls.prior(kindProgram, srv.cfg.Name, ""), digest)
-	r := Review{Ref: "program:" + srv.cfg.Name, Kind: "program", Server: srv.cfg.Name, Pin: v.pin, Digest: digest,
+	r := Review{Ref: "program:" + srv.cfg.Name, Kind: kindProgram.String(), Server: srv.cfg.Name, Pin: v.pin, Digest: digest,
 		sub: subject{kind: kindProgram, server: srv.cfg.Name, def: def, digest: digest, program: srv.program}}
 	var b strings.Builder
 	switch v.pin {
@@ -453,7 +453,7 @@ func (s *Session) instructionsReview(srv *server) Review {
 	srv.mu.Unlock()
 	def := pin.InstructionsDefinition(text)
 	digest := mustDigest(def)
-	r := Review{Ref: "instructions:" + srv.cfg.Name, Kind: "instructions", Server: srv.cfg.Name, Pin: p.pin, Digest: digest,
+	r := Review{Ref: "instructions:" + srv.cfg.Name, Kind: kindInstructions.String(), Server: srv.cfg.Name, Pin: p.pin, Digest: digest,
 		sub: subject{kind: kindInstructions, server: srv.cfg.Name, def: def, digest: digest}}
 	if len(text) > maxInstructions {
 		// Never passed on, so never recorded: a review would say
@@ -467,7 +467,7 @@ func (s *Session) instructionsReview(srv *server) Review {
 }
 
 func promptReview(p *Prompt) Review {
-	r := Review{Ref: "prompt:" + p.Server + "/" + p.Name, Kind: "prompt", Server: p.Server, Pin: p.Pin, Digest: p.Digest,
+	r := Review{Ref: "prompt:" + p.Server + "/" + p.Name, Kind: kindPrompt.String(), Server: p.Server, Pin: p.Pin, Digest: p.Digest,
 		sub: subject{kind: kindPrompt, server: p.Server, name: p.Name, def: p.Definition, digest: p.Digest}}
 	r.Text, r.Changed = render(p.Pin, p.reviewed, p.Definition)
 	return r
@@ -537,7 +537,7 @@ func (s *Session) holdTable(srv *server, ls loadedState) bool {
 		srv.cfg.Name, status, s.config, s.configWritable, s.approveHint(srv.cfg.Name))
 	srv.mu.Lock()
 	srv.hold = &tableHold{pin: v.pin}
-	srv.state, srv.err, srv.phase = ServerUnreviewed, err, "review"
+	srv.state, srv.err = ServerUnreviewed, err
 	srv.mu.Unlock()
 	s.addNotice(err.Error())
 	return true

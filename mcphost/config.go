@@ -365,11 +365,11 @@ var (
 // reservedNames are the agent's own tool namespaces.
 var reservedNames = []string{"fs", "proc", "git"}
 
-// ValidServerName reports whether name may name a server: lowercase letters
+// validServerName reports whether name may name a server: lowercase letters
 // and digits, with single '-' between them, at most 32 bytes, and not a
 // reserved name. Single dashes keep model names unambiguous: "a--b" would map
 // to "a__b", which is where a server name ends and a tool name starts.
-func ValidServerName(name string) error {
+func validServerName(name string) error {
 	switch {
 	case name == "":
 		return errors.New("empty server name")
@@ -407,7 +407,7 @@ func (r rawServer) config(name string) (ServerConfig, []error) {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, &ConfigError{Table: table, Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
-	if err := ValidServerName(name); err != nil {
+	if err := validServerName(name); err != nil {
 		errs = append(errs, &ConfigError{Table: table, Msg: err.Error()})
 	}
 	sc := ServerConfig{

@@ -2,8 +2,6 @@ package mcphost
 
 import (
 	"encoding/json"
-
-	"github.com/mcphost/mcphost/pin"
 )
 
 // The trust pipeline. Everything a person reviews is a subject of one of
@@ -157,10 +155,4 @@ func decideTool(v verdict, r toolRules) (d Decision, held, record bool) {
 		d = Approval
 	}
 	return d, false, v.record
-}
-
-// entryPrior is the prior of a subject reviewed in m under key.
-func entryPrior(m map[string]pin.Entry, key string) prior {
-	e, ok := m[key]
-	return prior{pinned: ok, digest: e.Digest, definition: e.Definition}
 }

@@ -3,8 +3,8 @@
 //
 // # The model
 //
-// An agent's config names servers in [mcp.<name>] tables (see Parse and
-// ServerConfig). Connect starts every server in parallel, each confined by
+// An agent's config names servers in [mcp.<name>] tables (see Load, Parse
+// and ServerConfig). Connect starts every server in parallel, each confined by
 // package sandbox: it runs in the worktree, with a scrubbed environment, a
 // private TMPDIR, write access only to the worktree (Landlock), no network
 // unless its config says so, and in its own PID namespace so that Close ends
@@ -17,9 +17,12 @@
 // program (sandbox.Programs), the repository's git directory (unless a
 // table says git = "write") and what Options.Protect and the tables'
 // protect keys name. A read or write path through a symbolic link that a
-// server could have planted keeps its server from starting. A config that
-// servers could write should start only reviewed tables: the CLI does so
-// with ServerConfig.Definition, WritablePaths and pin.State.Tables.
+// server could have planted keeps its server from starting. Every file a
+// server could have planted is read as hostile (a regular file, bounded).
+// A table of a config that a server could write (one Load read, or
+// Options.ConfigFile, in the worktree or a write grant) starts only as a
+// person reviewed it: a new or changed one does not start
+// (ServerUnreviewed) until Session.Review and Session.Approve record it.
 //
 // Connect then lists every page of each server's tools and, for each tool:
 //
@@ -33,31 +36,45 @@
 //     otherwise the table's default (Approval, or Deny);
 //   - digests its whole definition as the server sent it (package pin).
 //
-// # Pins
+// # The trust pipeline
 //
-// Every tool that is not denied is pinned, allowed or not (the model reads
-// both): its digest and definition are recorded in the state file
-// (mcp-reviewed.json, outside the worktree) the first time it is seen, and a
-// later session that sees a different definition (description, schema,
-// annotations, anything the model would see) says so in Notices, turns an
-// allowed tool to Approval, and flags every ApprovalRequest with the diff,
-// until a person re-reviews it (Session.Approve, `mcphost approve`, which
-// shows the diff, or an Approver's ApproveAndReview). A tool the server
-// offers after its review, or under a new name, needs approval until a
-// person reviews it, and with ServerConfig.HoldNewTools is not offered at
-// all; it never inherits another's review. When a server sends
+// Everything a person reviews is a subject of one of five kinds: a server's
+// table, its program, a tool, its instructions, a prompt. Each is judged
+// by one rule against its review, kept in one of two stores with the same
+// record (a digest and the definition): the personal state file
+// (mcp-reviewed.json, outside the worktree) or, with Options.LockFile, a
+// team's lock file (pin.Lock, committed with the project). From that
+// verdict and the config follows one decision per use:
+//
+//   - as reviewed: a tool is offered (Allow if the config allows it), a
+//     table starts, instructions and prompts reach the model;
+//   - first seen, on a server never reviewed, without a lock: trusted and
+//     recorded (trust on first use), except a table, which is never;
+//   - changed since its review: a tool is held (Tool.Withheld: Tools leaves
+//     it out, since the model reads its description on every turn, and
+//     calls are refused), a table does not start, instructions and prompts
+//     are withheld, each with a notice, until a person re-reviews it;
+//   - new on a reviewed server: a tool is offered for approval with a
+//     notice, or held with ServerConfig.HoldNewTools; with a lock, what the
+//     lock does not hold is held; it never inherits another's review;
+//   - the reviews cannot be read or trusted: nothing is trusted; an
+//     unreadable state file is never reset.
+//
+// A person reviews through references (a SERVER whole, a tool's model
+// name, table:S, program:S, instructions:S, prompt:S/N): Session.Review
+// shows each, whole or as a diff with every invisible character visible,
+// and Session.Approve records exactly what was shown. Session.Pending lists
+// everything not as reviewed. When a server sends
 // notifications/tools/list_changed mid-session, its tools are re-listed and
-// re-pinned before any further call to them goes through, and
-// Options.OnToolsChanged tells the agent. An unreadable state file is never
-// reset: every allowed tool needs approval until a person fixes it.
+// judged again before any further call to them goes through, and
+// Options.OnToolsChanged tells the agent; Options.OnNotice gets every
+// notice as it happens.
 //
-// With Options.LockFile the reviews are a team's instead: a lock file
-// (pin.Lock, committed with the project) holds, per server, the reviewed
-// table, the program identity (ProgramIdentity) and the reviewed tools.
-// First sight trusts nothing: a tool the lock does not hold needs approval,
-// and a server whose program changed has every allowed tool need approval.
+// With a lock, first sight trusts nothing, and a server whose program
+// changed since the lock recorded it has every allowed tool need approval.
 // A lock that a server could have written is trusted only as committed in
-// git or as this person last wrote or accepted it (LoadLock).
+// the worktree's own repository or as this person last wrote or accepted
+// it (ReviewLock).
 //
 // # Calls
 //
@@ -74,8 +91,8 @@
 // What else reaches the model is pinned like a tool: a server's
 // instructions (Session.Instructions returns them only as reviewed) and
 // its prompts (Session.Prompts, Session.GetPrompt, which refuses one not
-// as reviewed); `mcphost approve instructions:SERVER` and
-// `prompt:SERVER/NAME` review them. Resources are data (Session.Resources,
+// as reviewed; the messages it gets are server content, bounded like a
+// result). Resources are data (Session.Resources,
 // Session.ReadResource), bounded like results. Options.OnProgress gets a
 // call's progress; Options.Elicit answers a server's questions to the
 // person, shown with every invisible character visible and checked

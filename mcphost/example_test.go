@@ -210,7 +210,7 @@ func ExampleSession_Review() {
 
 	// A person reads what changed (escaped: invisible characters are
 	// visible) and records it; Approve records exactly what was shown.
-	reviews, err := s.Review("mcp__notes__search")
+	reviews, err := s.Review(context.Background(), "mcp__notes__search")
 	if err != nil {
 		log.Fatal(err)
 	}

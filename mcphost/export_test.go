@@ -15,7 +15,7 @@ func FixtureBin() string { return fixtureBin }
 // approve reviews refs and records what was shown, as
 // `mcphost approve -yes` does.
 func approve(s *Session, refs ...string) error {
-	rs, err := s.Review(refs...)
+	rs, err := s.Review(context.Background(), refs...)
 	if err != nil {
 		return err
 	}
@@ -24,7 +24,7 @@ func approve(s *Session, refs ...string) error {
 
 // reviewOf returns the text and pin of the one review ref names.
 func reviewOf(s *Session, ref string) (string, PinStatus, error) {
-	rs, err := s.Review(ref)
+	rs, err := s.Review(context.Background(), ref)
 	if err != nil {
 		return "", "", err
 	}

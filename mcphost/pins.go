@@ -1,8 +1,10 @@
 package mcphost
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/mcphost/mcphost/pin"
@@ -119,4 +121,129 @@ func reviewText(pinned PinStatus, reviewed, current json.RawMessage) (changes []
 		return nil, "", err
 	}
 	return changes, b.String(), nil
+}
+
+// loadPins reads the session's reviews.
+func (s *Session) loadPins(ctx context.Context) loadedState {
+	v, err := s.reviews.load(ctx)
+	return loadedState{v: v, err: err}
+}
+
+// recordFirstSight records first-seen subjects (trust on first use) in
+// one update, so parallel starts do not queue on the state file's lock. A
+// server seen for the first time also gets its set of tool names
+// recorded. A first sight that cannot be recorded, or that loses to a
+// review recorded meanwhile, is not trusted this session.
+func (s *Session) recordFirstSight(recs []subject) {
+	if len(recs) == 0 || s.opts.ReadOnlyState || !s.reviews.trustsFirstSight() {
+		return
+	}
+	names := map[string][]string{}
+	for _, r := range recs {
+		if _, ok := names[r.server]; !ok {
+			names[r.server] = s.toolNames(r.server)
+		}
+	}
+	conflicts, err := s.reviews.record(context.Background(), recs, true, names)
+	if err != nil {
+		// Fail closed: a first sight that is not recorded cannot catch a
+		// later change, so these are not trusted this session.
+		s.addNotice(fmt.Sprintf("could not record first-seen tools as reviewed, so they are held from the model: %v", err))
+		conflicts = recs
+	}
+	var tools []subject
+	for _, r := range conflicts {
+		switch r.kind {
+		case kindTool:
+			tools = append(tools, r)
+		case kindInstructions:
+			// Not recorded, so a later change could not be caught:
+			// withheld this session.
+			srv := s.servers[r.server]
+			srv.mu.Lock()
+			if srv.ins.digest == r.digest {
+				srv.ins.pin = PinUnpinned
+			}
+			srv.mu.Unlock()
+		case kindPrompt:
+			s.distrustPrompt(r)
+		}
+	}
+	s.distrust(tools)
+}
+
+// distrust holds first-seen tools whose first sight was not recorded.
+func (s *Session) distrust(recs []subject) {
+	if len(recs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, e := range s.tools {
+		if e.Pin != PinNew {
+			continue
+		}
+		for _, r := range recs {
+			if r.server == e.Server && r.name == e.Tool.Tool && r.digest == e.Digest {
+				upd := *e
+				upd.Decision, upd.Pin, upd.Withheld = Approval, PinUnpinned, true
+				s.tools[name] = &upd
+			}
+		}
+	}
+}
+
+// publish turns a server's listed tools into the session's tools, applying
+// policy and pins, and returns the first-seen allowed tools to record.
+func (s *Session) publish(srv *server, raws []json.RawMessage, ls loadedState) []subject {
+	srv.pubMu.Lock()
+	srv.mu.Lock()
+	srv.lastList = raws
+	srv.mu.Unlock()
+	entries, recs, notices := srv.build(raws, ls)
+	s.swapTools(srv, entries)
+	srv.pubMu.Unlock()
+	for _, n := range notices {
+		s.addNotice(n)
+	}
+	return recs
+}
+
+// swapTools makes entries the session's tools of srv.
+func (s *Session) swapTools(srv *server, entries []*toolEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, e := range s.tools {
+		if e.srv == srv {
+			delete(s.tools, name)
+		}
+	}
+	for _, e := range entries {
+		s.tools[e.Name] = e
+	}
+}
+
+// toolNames lists the names (as the server sent them) of a server's
+// published tools that are not denied, sorted: the tools a first review of
+// the server covers. A denied tool never reaches the model, so nobody
+// reviewed it: once the config stops denying it, it is new.
+func (s *Session) toolNames(server string) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	names := []string{}
+	for _, e := range s.tools {
+		if e.Server == server && e.srv.cfg.policy(e.Tool.Tool) != Deny {
+			names = append(names, e.Tool.Tool)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// describe makes a short human description of changed fields.
+func describe(fields []string) string {
+	if len(fields) == 0 {
+		return "definition"
+	}
+	return strings.Join(fields, ", ")
 }

@@ -131,7 +131,7 @@ func TestPlantedTableThroughLibrary(t *testing.T) {
 			}
 			// A person reviews it whole: only the table, since nothing
 			// else of it has run.
-			rs, err := s.Review("evil")
+			rs, err := s.Review(context.Background(), "evil")
 			if err != nil || len(rs) != 1 || rs[0].Kind != "table" || !strings.Contains(rs[0].Text, `field "unconfined" added`) {
 				t.Fatalf("review of the held server: %+v %v", rs, err)
 			}
@@ -345,10 +345,10 @@ func TestReviewServerWhole(t *testing.T) {
 					}
 				}
 			}
-			if len(s.Pending()) == 0 {
+			if len(s.Pending(context.Background())) == 0 {
 				t.Fatal("nothing pending before the review")
 			}
-			rs, err := s.Review("notes")
+			rs, err := s.Review(context.Background(), "notes")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -362,7 +362,7 @@ func TestReviewServerWhole(t *testing.T) {
 			if err := s.Approve(context.Background(), rs...); err != nil {
 				t.Fatal(err)
 			}
-			if p := s.Pending(); len(p) != 0 {
+			if p := s.Pending(context.Background()); len(p) != 0 {
 				t.Errorf("pending after the review: %+v", p)
 			}
 			if text, err := s.Instructions("notes"); err != nil || text != "Be brief." {
@@ -375,7 +375,7 @@ func TestReviewServerWhole(t *testing.T) {
 				o.StateDir = t.TempDir() // a second person
 			}
 			s2 := e.connect(o, sc)
-			if p := s2.Pending(); len(p) != 0 {
+			if p := s2.Pending(context.Background()); len(p) != 0 {
 				t.Errorf("pending in the next session: %+v", p)
 			}
 		})
@@ -390,7 +390,7 @@ func TestApproveShowsWhatItRecords(t *testing.T) {
 	sc := fixture("notes", "-desc-file", desc)
 	os.WriteFile(desc, []byte("List notes."), 0o644)
 	s := e.connect(e.opts(), sc)
-	rs, err := s.Review("mcp__notes__list_notes")
+	rs, err := s.Review(context.Background(), "mcp__notes__list_notes")
 	if err != nil {
 		t.Fatal(err)
 	}

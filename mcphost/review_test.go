@@ -362,7 +362,7 @@ func TestConcurrentApprovalsOfChangedTool(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			if i%4 == 0 {
-				rs, err := s.Review("mcp__srv__search")
+				rs, err := s.Review(context.Background(), "mcp__srv__search")
 				if err != nil {
 					t.Errorf("review %d: %v", i, err)
 					return

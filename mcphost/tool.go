@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
+
+	"github.com/mcphost/mcphost/schema"
 )
 
 // Decision is what happens when the model calls a tool.
@@ -33,9 +36,8 @@ const (
 	PinNew PinStatus = "new"
 	// PinSame: a tool unchanged since its review.
 	PinSame PinStatus = "same"
-	// PinChanged: a tool whose definition changed since its review. It needs
-	// approval, each request flagged with the diff, until a person
-	// re-reviews it.
+	// PinChanged: a tool whose definition changed since its review. It is
+	// held from the model (Withheld) until a person re-reviews it.
 	PinChanged PinStatus = "changed"
 	// PinUnpinned: a denied tool (never pinned), or a tool whose pin could
 	// not be read or recorded (see Notices).
@@ -88,10 +90,12 @@ type Tool struct {
 	// Changed names the fields that changed since the review, when Pin is
 	// PinChanged.
 	Changed []string `json:"changed,omitempty"`
-	// Withheld: the server listed the tool after its last review, no person
-	// has reviewed it since, and its config holds such tools
-	// (ServerConfig.HoldNewTools). It is not offered to the model and its
-	// calls are refused until Session.Approve records it.
+	// Withheld: the tool is held from the model: it changed since its
+	// review, or no review covers it and its config holds such tools
+	// (ServerConfig.HoldNewTools, or a lock that does not hold it), or the
+	// reviews cannot be read. It is not offered (Tools leaves it out) and
+	// its calls are refused (unless Options.ApproveHeld lets a person
+	// approve them) until Session.Approve records it.
 	Withheld bool `json:"withheld,omitempty"`
 	// Annotations and OutputSchema are the server's, as sent (nil if absent).
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
@@ -129,7 +133,7 @@ func modelNameChars(s string) bool {
 // rename, when the result would not be at most 64 of [A-Za-z0-9_-]: a rename
 // could land on another tool's name.
 func ModelName(server, tool string) (string, error) {
-	if err := ValidServerName(server); err != nil {
+	if err := validServerName(server); err != nil {
 		return "", err
 	}
 	if tool == "" {
@@ -158,7 +162,7 @@ func SplitModelName(name string) (server, tool string, ok bool) {
 		return "", "", false
 	}
 	server = strings.ReplaceAll(s, "_", "-")
-	if ValidServerName(server) != nil {
+	if validServerName(server) != nil {
 		return "", "", false
 	}
 	if n, err := ModelName(server, t); err != nil || n != name {
@@ -179,4 +183,82 @@ func (sc *ServerConfig) policy(tool string) Decision {
 	default:
 		return Approval
 	}
+}
+
+// toolEntry is one tool with what a call needs. Immutable once published.
+type toolEntry struct {
+	Tool
+	closed *schema.Closed
+	srv    *server
+	// unreviewed: the server did not offer the tool at its last review and
+	// no person has reviewed it since.
+	unreviewed bool
+	// reviewed is the definition last reviewed, when Pin is PinChanged.
+	reviewed json.RawMessage
+	// task: the tool can only be called as a task (taskSupport required).
+	task bool
+}
+
+// Tools returns the tools to offer the model: every tool whose decision is
+// Allow or Approval and that is not Withheld, sorted by name. Denied and
+// withheld tools are left out (see AllTools). The result is a copy the
+// caller owns.
+func (s *Session) Tools() []Tool {
+	return s.collect((*Tool).Offered)
+}
+
+// AllTools returns every tool of every running server, denied and withheld
+// ones included,
+// sorted by name: what `mcphost list` shows a person.
+func (s *Session) AllTools() []Tool {
+	return s.collect(func(*Tool) bool { return true })
+}
+
+func (s *Session) collect(keep func(*Tool) bool) []Tool {
+	s.mu.RLock()
+	out := make([]Tool, 0, len(s.tools))
+	for _, e := range s.tools {
+		if keep(&e.Tool) {
+			out = append(out, e.Tool.clone())
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (t Tool) clone() Tool {
+	t.Schema = slices.Clone(t.Schema)
+	t.Unchecked = slices.Clone(t.Unchecked)
+	if t.Schemas != nil {
+		m := make(map[string]json.RawMessage, len(t.Schemas))
+		for k, v := range t.Schemas {
+			m[k] = slices.Clone(v)
+		}
+		t.Schemas = m
+	}
+	t.Fields = slices.Clone(t.Fields)
+	t.Changed = slices.Clone(t.Changed)
+	t.Annotations = slices.Clone(t.Annotations)
+	t.OutputSchema = slices.Clone(t.OutputSchema)
+	t.Definition = slices.Clone(t.Definition)
+	if t.StrictProblems != nil {
+		m := make(map[string]string, len(t.StrictProblems))
+		for k, v := range t.StrictProblems {
+			m[k] = v
+		}
+		t.StrictProblems = m
+	}
+	return t
+}
+
+// Tool returns one tool by model name, denied tools included.
+func (s *Session) Tool(name string) (Tool, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.tools[name]
+	if !ok {
+		return Tool{}, false
+	}
+	return e.Tool.clone(), true
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The regular expressions the byte loops of ModelName and ValidServerName
+// The regular expressions the byte loops of ModelName and validServerName
 // replaced, kept as their specification.
 var (
 	modelNameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

@@ -23,9 +23,17 @@ func sampleLock(t *testing.T) *Lock {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ins, err := NewLockEntry(InstructionsDefinition("Be brief.\u200b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt, err := NewLockEntry(json.RawMessage(`{"name":"summarize","description":"Summarize."}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &Lock{Servers: map[string]LockServer{
 		"notes": {Table: &table, Program: []ProgramFile{{Role: RoleProgram, Path: "bin/notes", Digest: DigestBytes([]byte("x"))}},
-			Tools: map[string]LockEntry{"list_notes": tool, "add": tool}},
+			Tools: map[string]LockEntry{"list_notes": tool, "add": tool}, Instructions: &ins, Prompts: map[string]LockEntry{"summarize": prompt}},
 		"api": {Program: []ProgramFile{{Role: RoleProgram, Path: "node"}, {Role: RoleScript, Path: "s.js", Digest: DigestBytes(nil), Package: "@x/y@1.0.0"}}},
 	}}
 }
@@ -85,6 +93,11 @@ func TestParseLockRefuses(t *testing.T) {
 		{"server name with @", `{"version":1,"servers":{"a@b":{"program":[],"tools":{}}}}`, "not a server name", false},
 		{"empty program path", `{"version":1,"servers":{"x":{"program":[{"role":"program","path":""}],"tools":{}}}}`, "empty path", false},
 		{"empty tool name", `{"version":1,"servers":{"x":{"program":[],"tools":{"":{"digest":"` + digest(`{"a":1}`) + `","definition":{"a":1}}}}}}`, "empty tool name", false},
+		{"instructions not an instructions object", `{"version":2,"servers":{"x":{"instructions":{"digest":"` + digest(`{"a":1}`) + `","definition":{"a":1}},"program":[],"tools":{}}}}`, "not an instructions object", false},
+		{"instructions digest of another text", `{"version":2,"servers":{"x":{"instructions":{"digest":"` + digest(`{"instructions":"a"}`) + `","definition":{"instructions":"b"}},"program":[],"tools":{}}}}`, "does not match", false},
+		{"empty prompt name", `{"version":2,"servers":{"x":{"program":[],"prompts":{"":{"digest":"` + digest(`{"a":1}`) + `","definition":{"a":1}}},"tools":{}}}}`, "empty prompt name", false},
+		{"prompts written out empty", `{"version":2,"servers":{"x":{"program":[],"prompts":{},"tools":{}}}}`, "not in the form", false},
+		{"version 0", `{"version":0,"servers":{}}`, "want 1 to 2", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseLock([]byte(tt.in))
@@ -98,6 +111,31 @@ func TestParseLockRefuses(t *testing.T) {
 	}
 	if _, err := ParseLock(good); err != nil {
 		t.Errorf("the good lock: %v", err)
+	}
+}
+
+// TestLockVersion1: a lock of format version 1 (no instructions, no
+// prompts) is read as it is, and written again as version 2.
+func TestLockVersion1(t *testing.T) {
+	tool, _ := NewLockEntry(json.RawMessage(lockTool))
+	v1 := &Lock{Servers: map[string]LockServer{"notes": {Tools: map[string]LockEntry{"list_notes": tool}}}}
+	data, err := v1.marshal(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(`"version": 1`)) {
+		t.Fatalf("not version 1:\n%s", data)
+	}
+	l, err := ParseLock(data)
+	if err != nil {
+		t.Fatalf("a version 1 lock: %v", err)
+	}
+	if l.Version != 1 || l.Servers["notes"].Tools["list_notes"].Digest != tool.Digest {
+		t.Errorf("read back: %+v", l)
+	}
+	again, err := l.Marshal()
+	if err != nil || !bytes.Contains(again, []byte(`"version": 2`)) {
+		t.Errorf("written again: %v\n%s", err, again)
 	}
 }
 

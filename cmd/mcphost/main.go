@@ -154,7 +154,7 @@ func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Sessi
 // a person's review.
 func heldTables(s *mcphost.Session) []mcphost.Review {
 	out := []mcphost.Review{}
-	for _, r := range s.Pending() {
+	for _, r := range s.Pending(context.Background()) {
 		if r.Kind == "table" {
 			for _, srv := range s.Servers() {
 				if srv.Name == r.Server && srv.State == mcphost.ServerUnreviewed {
@@ -244,7 +244,7 @@ func (c *cli) check(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stdout, "%s cannot be read or trusted, so no review could be checked: %s\n", what, pin.Visible(err.Error()))
 		return exitFail
 	}
-	pending := s.Pending()
+	pending := s.Pending(context.Background())
 	for _, r := range pending {
 		fmt.Fprintf(c.stdout, "%s; review it with: %s\n", pendingLine(s, r, c.lock != ""), pin.Visible(r.Approve))
 	}

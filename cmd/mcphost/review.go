@@ -59,7 +59,7 @@ func (c *cli) approve(ctx context.Context, args []string) int {
 // starting is reviewed in two steps of one pass: its table, then (started
 // with the reviewed table) everything it offers.
 func (c *cli) approveRef(ctx context.Context, s *mcphost.Session, ref string, yes bool, in *bufio.Reader, done map[string]bool) bool {
-	rs, err := s.Review(ref)
+	rs, err := s.Review(context.Background(), ref)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", visibleLines(err.Error(), "  "))
 		if _, _, isTool := mcphost.SplitModelName(ref); isTool {
@@ -83,7 +83,7 @@ func (c *cli) approveRef(ctx context.Context, s *mcphost.Session, ref string, ye
 		fmt.Fprintf(c.stderr, "mcphost approve: server %s did not start with its reviewed table, so nothing else of it could be reviewed: %s\n", ref, visibleLines(err.Error(), "  "))
 		return false
 	}
-	rest, err := s.Review(ref)
+	rest, err := s.Review(context.Background(), ref)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", visibleLines(err.Error(), "  "))
 		return false
