@@ -80,8 +80,8 @@ type ImageSource struct {
 
 // Tools returns the Messages API tool definitions of tools, in order,
 // skipping any tool whose Decision is mcphost.Deny. A tool is strict when
-// its Schema is the strict form (Tool.Strict), its "anthropic" profile
-// reports no problem, and marking it strict keeps the request within
+// its form for the "anthropic" profile (Tool.SchemaFor) is strict and ready
+// for it, and marking it strict keeps the request within
 // MaxStrictTools, MaxStrictOptional and MaxStrictUnions, counting the
 // strict tools before it; every other tool has "strict": false. It returns
 // nil when no tool is offered, so that a request field tagged omitempty
@@ -112,31 +112,15 @@ func Tools(tools []mcphost.Tool) []Tool {
 		if !t.Offered() {
 			continue
 		}
-		schema, ready := schemaFor(t)
+		input, ready := t.SchemaFor(schema.Anthropic)
 		out = append(out, Tool{
 			Name:        t.Name,
 			Description: t.Description,
-			InputSchema: slices.Clone(schema),
-			Strict:      ready && budget.take(schema),
+			InputSchema: slices.Clone(input),
+			Strict:      ready && budget.take(input),
 		})
 	}
 	return out
-}
-
-// schemaFor returns the schema to offer Anthropic and whether it is the
-// strict form, ready for Anthropic's strict tool use: Tool.Schemas holds
-// the form chosen for this profile, which can be strict where the default
-// (OpenAI) profile is not. A tool without it (built by hand, or by an older
-// mcphost) falls back to Schema, strict only when Strict says the strict
-// form is there and this profile has no problem with it. A missing profile
-// counts as not ready.
-func schemaFor(t mcphost.Tool) (json.RawMessage, bool) {
-	problem, ok := t.StrictProblems[string(schema.Anthropic)]
-	ready := ok && problem == ""
-	if s, has := t.Schemas[string(schema.Anthropic)]; has {
-		return s, ready
-	}
-	return t.Schema, ready && t.Strict
 }
 
 // ToolResult returns the tool_result block that answers the tool use

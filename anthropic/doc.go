@@ -16,8 +16,9 @@
 // "strict" is a top-level field of a tool definition, beside name,
 // description and input_schema (Anthropic, "Strict tool use",
 // https://platform.claude.com/docs/en/agents-and-tools/tool-use/strict-tool-use).
-// It is always present: true only when the tool's Schema is its strict form
-// and that form is ready for the "anthropic" profile
+// The input schema and "strict" come from Tool.SchemaFor(schema.Anthropic).
+// "strict" is always present: true only when the tool's form for the
+// "anthropic" profile is strict and ready for it
 // (Tool.StrictProblems["anthropic"] is present and empty), and explicitly
 // false otherwise. The "anthropic" form keeps optional properties optional
 // (Anthropic's strict tool use accepts them) and says in descriptions the

@@ -108,6 +108,24 @@ type Tool struct {
 // denied and not withheld.
 func (t *Tool) Offered() bool { return t.Decision != Deny && !t.Withheld }
 
+// SchemaFor is the one way to get the input schema to offer a provider
+// profile, and whether to send it for strict decoding: the profile's own
+// form (Schemas), which is strict only where that profile is ready for it
+// (StrictProblems). A tool without a form for the profile (built by hand,
+// or by an older mcphost) falls back to Schema, strict only when Strict
+// says the strict form is there and the profile reports no problem. A
+// profile the tool says nothing of is not ready: asking for strict decoding
+// of a schema nobody checked could fail the whole request. The schema is
+// the tool's own: clone it before changing it.
+func (t *Tool) SchemaFor(profile schema.Profile) (json.RawMessage, bool) {
+	problem, known := t.StrictProblems[string(profile)]
+	ready := known && problem == ""
+	if s, ok := t.Schemas[string(profile)]; ok {
+		return s, ready
+	}
+	return t.Schema, ready && t.Strict
+}
+
 // maxNameLen is the longest model name providers accept.
 const maxNameLen = 64
 

@@ -1,9 +1,12 @@
 package mcphost
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mcphost/mcphost/schema"
 )
 
 // The regular expressions the byte loops of ModelName and validServerName
@@ -115,4 +118,32 @@ func FuzzModelName(f *testing.F) {
 			t.Fatalf("SplitModelName(%q) = %q, %q, %v; want %q, %q", name, s, tl, ok, server, tool)
 		}
 	})
+}
+
+// TestSchemaFor: the one way to a provider's schema takes the profile's own
+// form, strict only where the profile is ready; a hand-built tool without
+// forms falls back to Schema, strict only with Strict; an unknown profile is
+// never strict.
+func TestSchemaFor(t *testing.T) {
+	strictForm, closedForm := json.RawMessage(`{"strict":1}`), json.RawMessage(`{"closed":1}`)
+	for _, tt := range []struct {
+		name       string
+		tool       Tool
+		profile    schema.Profile
+		want       string
+		wantStrict bool
+	}{
+		{"ready", Tool{Schema: closedForm, Schemas: map[string]json.RawMessage{"anthropic": strictForm}, StrictProblems: map[string]string{"anthropic": ""}}, schema.Anthropic, `{"strict":1}`, true},
+		{"not ready", Tool{Schema: strictForm, Strict: true, Schemas: map[string]json.RawMessage{"openai": closedForm}, StrictProblems: map[string]string{"openai": "too deep"}}, schema.OpenAI, `{"closed":1}`, false},
+		{"hand-built, strict", Tool{Schema: strictForm, Strict: true, StrictProblems: map[string]string{"openai": ""}}, schema.OpenAI, `{"strict":1}`, true},
+		{"hand-built, not strict", Tool{Schema: closedForm, StrictProblems: map[string]string{"openai": ""}}, schema.OpenAI, `{"closed":1}`, false},
+		{"profile unknown to the tool", Tool{Schema: strictForm, Strict: true}, schema.Anthropic, `{"strict":1}`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, strict := tt.tool.SchemaFor(tt.profile)
+			if string(got) != tt.want || strict != tt.wantStrict {
+				t.Errorf("SchemaFor(%s) = %s %v, want %s %v", tt.profile, got, strict, tt.want, tt.wantStrict)
+			}
+		})
+	}
 }

@@ -79,26 +79,18 @@ func ChatTools(tools []mcphost.Tool) []ChatTool {
 		if !t.Offered() {
 			continue
 		}
+		params, strict := t.SchemaFor(schema.OpenAI)
 		out = append(out, ChatTool{
 			Type: "function",
 			Function: ChatFunction{
 				Name:        t.Name,
 				Description: t.Description,
-				Parameters:  slices.Clone(t.Schema),
-				Strict:      strictReady(t, string(schema.OpenAI)),
+				Parameters:  slices.Clone(params),
+				Strict:      strict,
 			},
 		})
 	}
 	return out
-}
-
-// strictReady reports whether a tool's Schema is the strict form and ready
-// for strict decoding under profile. A missing profile counts as not ready:
-// asking for strict decoding of a schema nobody checked could fail the
-// whole request.
-func strictReady(t mcphost.Tool, profile string) bool {
-	problem, ok := t.StrictProblems[profile]
-	return t.Strict && ok && problem == ""
 }
 
 // ChatToolMessage returns the tool message that answers the call callID

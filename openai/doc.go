@@ -12,10 +12,11 @@
 // "tools" array. A tool whose Decision is mcphost.Deny is skipped even if
 // the caller passes it: a denied tool is never offered to the model.
 //
-// Each tool's "strict" field is always present. It is true only when the
-// tool's Schema is its strict form (Tool.Strict) and ready for strict
-// decoding under the "openai" profile (Tool.StrictProblems["openai"] is
-// present and empty), and explicitly false otherwise, so that no provider
+// Each tool's parameters and "strict" field come from
+// Tool.SchemaFor(schema.OpenAI). "strict" is always present: true only when
+// the tool's form for the "openai" profile is strict and ready for strict
+// decoding (Tool.StrictProblems["openai"] is present and empty), and
+// explicitly false otherwise, so that no provider
 // default for a missing "strict" applies: a strict schema the API cannot
 // decode strictly fails the whole request (HTTP 400, invalid_request_error),
 // and the model sees none of its tools. OpenAI's documented limits on a

@@ -37,12 +37,13 @@ func ResponsesTools(tools []mcphost.Tool) []ResponsesTool {
 		if !t.Offered() {
 			continue
 		}
+		params, strict := t.SchemaFor(schema.OpenAI)
 		out = append(out, ResponsesTool{
 			Type:        "function",
 			Name:        t.Name,
 			Description: t.Description,
-			Parameters:  slices.Clone(t.Schema),
-			Strict:      strictReady(t, string(schema.OpenAI)),
+			Parameters:  slices.Clone(params),
+			Strict:      strict,
 		})
 	}
 	return out

@@ -96,9 +96,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", *configPath, err)}
 	}
-	servers, err := mcphost.Parse(data)
+	// Load, not Parse: mcphost remembers where the tables came from, so a
+	// config in the worktree (where a server could have written it) starts
+	// only tables a person reviewed.
+	servers, err := mcphost.Load(*configPath)
 	if err != nil {
-		return usageError{fmt.Errorf("%s: %w", *configPath, err)}
+		return usageError{err}
 	}
 	out.printf("agent: model %q, at most %d turns, config %s\n", cfg.Model, cfg.MaxTurns, *configPath)
 
