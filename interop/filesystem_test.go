@@ -163,7 +163,26 @@ func TestFilesystem(t *testing.T) {
 		if err := os.WriteFile(opts.ConfigFile, before, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s2 := h2.connect(opts, cfg)
+		// A config in the worktree could have been written by a server:
+		// its table starts only as a person reviewed it.
+		s2, err := mcphost.Connect(context.Background(), []mcphost.ServerConfig{cfg}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s2.Close() })
+		if st := s2.Servers()[0].State; st != mcphost.ServerUnreviewed {
+			t.Fatalf("a table of a config in the worktree, never reviewed: %s, want unreviewed", st)
+		}
+		rs, err := s2.Review(context.Background(), "filesystem")
+		if err == nil {
+			err = s2.Approve(context.Background(), rs...)
+		}
+		if err == nil {
+			err = s2.Restart(context.Background(), "filesystem")
+		}
+		if err != nil {
+			t.Fatalf("reviewing the table: %v", err)
+		}
 		args, _ := json.Marshal(map[string]string{"path": opts.ConfigFile, "content": "[mcp.evil]\n"})
 		out := callErr(t, s2, "mcp__filesystem__write_file", string(args))
 		t.Logf("write_file agent.toml: %s", out)

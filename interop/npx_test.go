@@ -3,6 +3,8 @@ package interop_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
 	"os/exec"
 	"strings"
@@ -17,8 +19,11 @@ const npxPackage = "@modelcontextprotocol/server-sequential-thinking@2026.8.31"
 
 // npmRegistry returns the registry this machine's npm uses, from npm's own
 // config (never a host written here), and the network grant that reaches
-// it.
-func npmRegistry(t *testing.T, npm string) (registry, grant string) {
+// it: its name, and, where the name resolves to addresses that are not
+// public (a registry mirror on a private or documentation address, as on
+// the machines this project's CI runs on), each of those addresses, which
+// a granted name may not reach unless a person grants the address too.
+func npmRegistry(t *testing.T, npm string) (registry string, grant []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -31,12 +36,30 @@ func npmRegistry(t *testing.T, npm string) (registry, grant string) {
 	if err != nil || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		t.Fatalf("npm's registry %q is not an http(s) URL", registry)
 	}
-	grant = u.Hostname()
+	name := u.Hostname()
 	if u.Port() != "" {
-		grant = u.Host
+		name = u.Host
+	}
+	grant = []string{name}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
+	if err != nil {
+		t.Fatalf("resolving npm's registry %s: %v", u.Hostname(), err)
+	}
+	for _, a := range addrs {
+		if a := a.Unmap(); a.IsPrivate() || a.IsLoopback() || !a.IsGlobalUnicast() || documentation.Contains(a) {
+			grant = append(grant, net.JoinHostPort(a.String(), port))
+		}
 	}
 	return registry, grant
 }
+
+// documentation is TEST-NET-3, where this project's machines find their
+// package registry.
+var documentation = netip.MustParsePrefix("203.0.113.0/24")
 
 // TestNpxThroughRegistryGrant: a server launched with `npx -y`, as most
 // published configs do, starts confined with only its registry granted,
@@ -65,14 +88,14 @@ func TestNpxThroughRegistryGrant(t *testing.T) {
 			"npm_config_fund":            "false",
 			"npm_config_audit":           "false",
 		},
-		NetworkGrant:   []string{grant},
+		NetworkGrant:   grant,
 		Allow:          []string{"sequentialthinking"},
 		StartupTimeout: 2 * startupTimeout, // the harness bounds Connect by as much
 		CallTimeout:    time.Minute,
 	}
 	s := h.connect(h.opts(), cfg)
 	info := s.Servers()[0]
-	if !strings.Contains(info.Confinement, "+netns+proxy") || info.Network != grant {
+	if !strings.Contains(info.Confinement, "+netns+proxy") || info.Network != strings.Join(grant, ", ") {
 		t.Errorf("server info %+v: want the network through its proxy, granted %q", info, grant)
 	}
 	var names []string

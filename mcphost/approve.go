@@ -139,9 +139,13 @@ func (s *Session) recordReviews(ctx context.Context, subs []subject) error {
 			}
 		}
 	}
+	// A review of what a server offers marks the server reviewed, with
+	// the tools it offers now as those its review covers; a review of its
+	// table or program alone says nothing of its tools (a held server has
+	// offered none yet).
 	names := map[string][]string{}
 	for _, sub := range subs {
-		if _, ok := names[sub.server]; !ok {
+		if _, ok := names[sub.server]; !ok && sub.kind != kindTable && sub.kind != kindProgram {
 			names[sub.server] = s.toolNames(sub.server)
 		}
 	}
