@@ -59,10 +59,14 @@ type DeferredTool struct {
 // defers every tool). Send the result with ToolSearchBM25 or
 // ToolSearchRegex, or with a search tool of the agent's own that keep
 // keeps, since the API refuses a request whose every tool is deferred.
-// The result shares no memory with tools.
+// It returns nil when no tool is offered. The result shares no memory
+// with tools.
 func DeferredTools(tools []mcphost.Tool, keep func(mcphost.Tool) bool) []DeferredTool {
 	offered := slices.DeleteFunc(slices.Clone(tools), func(t mcphost.Tool) bool { return !t.Offered() })
 	defs := Tools(offered)
+	if defs == nil {
+		return nil
+	}
 	out := make([]DeferredTool, len(defs))
 	for i, d := range defs {
 		out[i] = DeferredTool{Tool: d, DeferLoading: keep == nil || !keep(offered[i])}

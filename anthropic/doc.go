@@ -51,4 +51,16 @@
 // Nothing is dropped silently: whatever cannot be passed on is replaced by a
 // bracketed placeholder that says what it was and why it is not shown, and a
 // result with no content at all says so.
+//
+// # Deferred loading
+//
+// With more tools than Claude should read on every turn, DeferredTools
+// marks all but the ones an agent keeps loaded "defer_loading", for
+// Claude's tool search (ToolSearchBM25, ToolSearchRegex); ReferencedTools
+// maps the tool_reference blocks of its result back to mcphost's tools.
+// An agent can run mcphost's own search instead (package toolsearch) and
+// answer it with ToolReferences, which the API expands into the deferred
+// definitions. Anthropic's tool search page lists the models that support
+// it (Claude Opus and Sonnet 4.5 and later, Haiku 4.5 and later, as of
+// this writing). See defer.go.
 package anthropic

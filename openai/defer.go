@@ -64,11 +64,14 @@ type DeferredResponsesTool struct {
 // ResponsesTools does (in order, denied and withheld tools skipped), each
 // marked DeferLoading unless keep keeps it: keep chooses the tools that
 // stay always loaded (a nil keep defers every tool). Send the result with
-// HostedToolSearch or ClientToolSearch. The result shares no memory with
-// tools.
+// HostedToolSearch or ClientToolSearch. It returns nil when no tool is
+// offered. The result shares no memory with tools.
 func DeferredResponsesTools(tools []mcphost.Tool, keep func(mcphost.Tool) bool) []DeferredResponsesTool {
 	offered := slices.DeleteFunc(slices.Clone(tools), func(t mcphost.Tool) bool { return !t.Offered() })
 	defs := ResponsesTools(offered)
+	if defs == nil {
+		return nil
+	}
 	out := make([]DeferredResponsesTool, len(defs))
 	for i, d := range defs {
 		out[i] = DeferredResponsesTool{ResponsesTool: d, DeferLoading: keep == nil || !keep(offered[i])}

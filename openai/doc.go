@@ -59,4 +59,15 @@
 // Nothing is dropped silently: whatever cannot be passed on is replaced by a
 // bracketed placeholder that says what it was and why it is not shown, and a
 // result with no content at all says so.
+//
+// # Deferred loading
+//
+// With more tools than a model should read on every turn, DeferredResponsesTools
+// marks all but the ones an agent keeps loaded "defer_loading", for the
+// Responses API's tool search (HostedToolSearch, run by OpenAI, or
+// ClientToolSearch, run by the agent with package toolsearch and answered
+// with ToolSearchOutputItem); LoadedTools maps what a search loaded back to
+// mcphost's tools. Per OpenAI's tool search guide, gpt-5.4 and later models
+// support it, in the Responses API only; with Chat Completions, or another
+// model, offer package toolsearch's search tool instead. See defer.go.
 package openai
