@@ -18,13 +18,13 @@ REALSERVERS := testdata/realservers
 # package:FuzzTarget[:inputs] triples, each fuzzed for that many inputs (or
 # FUZZN): every parser, and every function that renders or maps untrusted
 # input. The counts take a few seconds each here; the TOML parser is slow.
-FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead ./mcphost:FuzzStdout ./mcphost:FuzzElicitRequest \
+FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead ./mcphost:FuzzStdout ./mcphost:FuzzElicitRequest ./mcphost:FuzzImport \
 	./schema:FuzzClose ./schema:FuzzFromModel ./internal/jsontree:FuzzParse \
 	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff ./pin:FuzzParseLock \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
 	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid ./sandbox:FuzzParseStat ./sandbox:FuzzParseOwner \
 	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./internal/egress:FuzzParseGrant ./internal/bytesize:FuzzParse \
-	./openai:FuzzResult ./openai:FuzzFunctionOutput ./anthropic:FuzzResult ./anthropic:FuzzCount \
+	./openai:FuzzResult ./openai:FuzzFunctionOutput ./openai:FuzzLoadedTools ./anthropic:FuzzResult ./anthropic:FuzzCount ./anthropic:FuzzReferencedTools ./toolsearch:FuzzParseArgs:5000 ./toolsearch:FuzzTerms \
 	./internal/toolresult:FuzzRender ./cmd/mcphost:FuzzSafeJSON
 
 .PHONY: test deps vet tidy cross unit fuzz bench example helper clean
@@ -86,7 +86,7 @@ helper:
 
 # The example server that examples/mcphost.toml runs.
 example:
-	$(GO) build -o bin/ ./examples/notes
+	$(GO) build -trimpath -o bin/ ./examples/notes
 
 clean:
 	rm -rf bin $(INTEROP)/node_modules $(REALSERVERS)/node_modules

@@ -79,7 +79,37 @@ func (s *Session) Review(ctx context.Context, refs ...string) ([]Review, error) 
 		}
 		out = append(out, rs...)
 	}
-	return s.withHints(out), nil
+	return s.withHints(s.withFirstReview(ctx, out)), nil
+}
+
+// withFirstReview adds, before the reviews of a server that a lock does not
+// hold yet, the review of its table and its program, unless rs has them: a
+// lock's entry for a server always says what runs, so its first review
+// shows (and Approve records) what runs, never only a tool of it.
+func (s *Session) withFirstReview(ctx context.Context, rs []Review) []Review {
+	if s.lock == nil || len(rs) == 0 {
+		return rs
+	}
+	ls := s.loadPins(ctx)
+	has := func(server string, k kind) bool {
+		return slices.ContainsFunc(rs, func(r Review) bool { return r.sub.server == server && r.sub.kind == k })
+	}
+	var out []Review
+	added := map[string]bool{}
+	for _, r := range rs {
+		server := r.sub.server
+		if srv := s.servers[server]; srv != nil && !added[server] && !ls.serverReviewed(server) {
+			added[server] = true
+			if !has(server, kindTable) {
+				out = append(out, s.tableReview(ctx, srv))
+			}
+			if !has(server, kindProgram) {
+				out = append(out, s.programReview(ctx, srv))
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func (s *Session) withHints(rs []Review) []Review {
@@ -110,6 +140,9 @@ func (s *Session) Approve(ctx context.Context, reviews ...Review) error {
 		if len(cur) != 1 || cur[0].Digest != r.Digest || cur[0].Pin == PinGone && r.Pin != PinGone {
 			return fmt.Errorf("mcphost: approve %s: it changed since it was shown for review; review it again", pin.Visible(r.Ref))
 		}
+		if r.Digest == "" && r.Pin != PinGone {
+			return fmt.Errorf("mcphost: approve %s: there is nothing to record (it is never given to the model)", pin.Visible(r.Ref))
+		}
 		subs = append(subs, cur[0].sub)
 	}
 	return s.recordReviews(ctx, subs)
@@ -118,27 +151,6 @@ func (s *Session) Approve(ctx context.Context, reviews ...Review) error {
 // recordReviews records subjects as a person's review and judges their
 // servers again.
 func (s *Session) recordReviews(ctx context.Context, subs []subject) error {
-	if s.lock != nil {
-		// The first review of a server in a lock records its table and
-		// program with it, as they run now: a lock's entry for a server
-		// always says what runs.
-		ls := s.loadPins(ctx)
-		seen := map[string]bool{}
-		for _, sub := range subs {
-			if srv := s.servers[sub.server]; srv != nil && !seen[sub.server] && !ls.serverReviewed(sub.server) {
-				seen[sub.server] = true
-				has := func(k kind) bool {
-					return slices.ContainsFunc(subs, func(x subject) bool { return x.server == sub.server && x.kind == k })
-				}
-				if !has(kindTable) {
-					subs = append(subs, s.tableReview(ctx, srv).sub)
-				}
-				if !has(kindProgram) {
-					subs = append(subs, s.programReview(ctx, srv).sub)
-				}
-			}
-		}
-	}
 	// A review of what a server offers marks the server reviewed, with
 	// the tools it offers now as those its review covers; a review of its
 	// table or program alone says nothing of its tools (a held server has
@@ -186,6 +198,9 @@ func (s *Session) recordReviews(ctx context.Context, subs []subject) error {
 // rejudge applies a new reading of the reviews to a running server's
 // tools, instructions and prompts, as they were last listed.
 func (s *Session) rejudge(srv *server, ls loadedState) {
+	// Not while a Restart replaces the server's texts and listing.
+	srv.restartMu.Lock()
+	defer srv.restartMu.Unlock()
 	// Under pubMu, so that a re-list that publishes meanwhile is not
 	// overwritten with the listing before it.
 	srv.pubMu.Lock()
@@ -325,13 +340,11 @@ func (s *Session) serverReviews(ctx context.Context, srv *server) ([]Review, err
 		// A table is reviewed into a lock, or per config file.
 		out = append(out, s.tableReview(ctx, srv))
 	}
-	if srv.held() {
-		return out, nil
-	}
 	if s.lock != nil {
 		out = append(out, s.programReview(ctx, srv))
 	}
-	if !srv.running() {
+	if srv.held() || !srv.running() {
+		// Nothing else of it has been seen.
 		return out, nil
 	}
 	s.mu.RLock()
@@ -347,12 +360,19 @@ func (s *Session) serverReviews(ctx context.Context, srv *server) ([]Review, err
 		out = append(out, toolReview(e))
 	}
 	out = append(out, s.goneReviews(ctx, srv)...)
-	out = append(out, s.instructionsReview(srv))
+	if r := s.instructionsReview(srv); r.Digest != "" {
+		// Instructions too long to pass on are never given to the model:
+		// there is nothing of them to review (their notice says so).
+		out = append(out, r)
+	}
 	srv.mu.Lock()
 	prompts := slices.Clone(srv.prompts)
 	srv.mu.Unlock()
 	for _, p := range prompts {
 		out = append(out, promptReview(p))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("mcphost: %w: server %s is not running, and it has no table to review (no lock, no config file): nothing of it can be reviewed", ErrServerGone, srv.cfg.Name)
 	}
 	return out, nil
 }
@@ -534,6 +554,10 @@ func (s *Session) holdTable(srv *server, ls loadedState) bool {
 	_, digest := srv.tableSubject()
 	v := judge(ls.prior(kindTable, srv.cfg.Name, ""), digest)
 	if v.pin == PinSame {
+		// Reviewed, maybe by another process since this session held it.
+		srv.mu.Lock()
+		srv.hold = nil
+		srv.mu.Unlock()
 		return false
 	}
 	status := map[PinStatus]string{PinNew: "new since its review", PinChanged: "changed since its review", PinUnpinned: "not known reviewed (the reviews cannot be read)"}[v.pin]
@@ -585,11 +609,12 @@ func (s *Session) placeConfig(configs []ServerConfig) error {
 	return nil
 }
 
-// approveCommand is the command line, up to its references, that reviews
-// something of a session started with opts (as given, before Connect
-// made its paths absolute).
-func approveCommand(opts Options) string {
-	args := []string{"mcphost", "approve"}
+// cliFlags are the flags of the mcphost command that finds a session
+// started with opts (as given, before Connect made its paths absolute):
+// every command a notice or error suggests carries them, so that it works
+// as printed.
+func cliFlags(opts Options) string {
+	var args []string
 	if opts.ConfigFile != "" {
 		args = append(args, "-config", shellQuote(opts.ConfigFile))
 	}
@@ -602,20 +627,26 @@ func approveCommand(opts Options) string {
 	if opts.LockFile != "" {
 		args = append(args, "-lock", shellQuote(opts.LockFile))
 	}
-	return strings.Join(args, " ")
+	if len(args) == 0 {
+		return ""
+	}
+	return " " + strings.Join(args, " ")
 }
 
 // approveHint is the command that reviews ref in this session, as every
 // notice words it: it works as printed, in lock mode too.
 func (s *Session) approveHint(ref string) string {
-	h := s.hint
-	if h == "" {
-		h = "mcphost approve"
+	return s.command("approve", ref)
+}
+
+// command is the mcphost command line of verb with arg for this session.
+func (s *Session) command(verb, arg string) string {
+	flags := s.flags
+	if !strings.Contains(flags, " -config ") && s.opts.ConfigFile != "" {
+		// A config Load read, not named in Options.
+		flags = " -config " + shellQuote(s.opts.ConfigFile) + flags
 	}
-	if !strings.Contains(h, " -config ") && s.opts.ConfigFile != "" {
-		h += " -config " + shellQuote(s.opts.ConfigFile)
-	}
-	return h + " " + shellQuote(ref)
+	return "mcphost " + verb + flags + " " + shellQuote(arg)
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -38,7 +38,7 @@ func bareConnect(b *testing.B, flags ...string) *mcp.ClientSession {
 	b.Helper()
 	cmd := exec.Command(fixtureBin, flags...)
 	client := mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -163,8 +163,8 @@ func (s *Session) entry(ctx context.Context, name string, clk *callClock) (*tool
 // approve asks the Approver about one call.
 func (s *Session) approve(ctx context.Context, e *toolEntry, args json.RawMessage) error {
 	if s.opts.Approver == nil {
-		return fmt.Errorf("%w: %s; no approver is set, so it cannot be called here (a person can run `mcphost call %s`)",
-			ErrNeedsApproval, approvalReason(e), e.Name)
+		return fmt.Errorf("%w: %s; no approver is set, so it cannot be called here (a person can run `%s`)",
+			ErrNeedsApproval, errorReason(e), s.command("call", e.Name))
 	}
 	req := ApprovalRequest{Tool: e.Tool.clone(), Arguments: args, Reason: approvalReason(e)}
 	changes, diff, err := reviewText(e.Pin, e.reviewed, e.Definition)
@@ -198,7 +198,9 @@ func (s *Session) approve(ctx context.Context, e *toolEntry, args json.RawMessag
 func heldReason(e *toolEntry) string {
 	switch {
 	case e.Pin == PinChanged:
-		return fmt.Sprintf("it changed since its review: %s", describe(e.Changed))
+		// No field names: this error goes back to the model, and the names
+		// are the server's (unreviewed) text. Notices and reviews name them.
+		return fmt.Sprintf("it changed since its review (%d field(s))", len(e.Changed))
 	case e.Pin == PinUnpinned:
 		return "its review cannot be read or recorded"
 	case e.srv.sess.lock != nil:
@@ -208,6 +210,17 @@ func heldReason(e *toolEntry) string {
 	}
 }
 
+// errorReason is approvalReason for an error, which goes back to the model:
+// it names no field of the server's definition.
+func errorReason(e *toolEntry) string {
+	if e.Pin == PinChanged {
+		return heldReason(e)
+	}
+	return approvalReason(e)
+}
+
+// approvalReason says, for a person (ApprovalRequest.Reason), why a call
+// needs approval.
 func approvalReason(e *toolEntry) string {
 	switch {
 	case e.Pin == PinChanged:

@@ -50,7 +50,7 @@ type ServerConfig struct {
 	// is looked up in the scrubbed environment's PATH.
 	Command []string `json:"command"`
 	// Allow names the tools that are called without a person's approval
-	// (pinned: a changed allowed tool needs approval until re-reviewed).
+	// (pinned: a changed allowed tool is held until re-reviewed).
 	Allow []string `json:"allow,omitempty"`
 	// Deny names the tools that are never called and never offered to the
 	// model. Deny wins over Allow.
@@ -121,6 +121,11 @@ type ServerConfig struct {
 	MaxProcesses int   `json:"max_processes"`
 	MaxMemory    int64 `json:"max_memory"`
 	MaxTmp       int64 `json:"max_tmp"`
+	// MaxFileSize bounds each file a server writes, anywhere, in bytes
+	// (RLIMIT_FSIZE, in every tier). Zero means the default, 1GiB. It is
+	// left out of Definition while it is zero, so that a table reviewed
+	// before the key existed is still as reviewed.
+	MaxFileSize int64 `json:"max_file_size,omitempty"`
 
 	// source is the absolute path of the config file Load read the table
 	// from; "" for a table from Parse or built by a program.
@@ -176,14 +181,17 @@ type rawServer struct {
 	MaxProcesses   any               `toml:"max_processes"`
 	MaxMemory      any               `toml:"max_memory"`
 	MaxTmp         any               `toml:"max_tmp"`
+	MaxFileSize    any               `toml:"max_file_size"`
 }
 
 var knownKeys = []string{"allow", "call_timeout", "command", "default", "deny", "env", "env_pass", "git", "home",
-	"max_memory", "max_output", "max_processes", "max_tmp", "network", "new_tools", "protect", "read", "sandbox", "startup_timeout", "write"}
+	"max_file_size", "max_memory", "max_output", "max_processes", "max_tmp", "network", "new_tools", "protect", "read", "sandbox", "startup_timeout", "write"}
 
 // Parse reads the [mcp.<name>] tables of a TOML document and ignores
 // everything else in it, so an agent can keep its own settings in the same
-// file. The servers come back sorted by name, validated, with defaults filled
+// file. It knows no path: a config read from a file a server could write
+// is gated (its tables start only as reviewed) only when the agent loads it
+// with Load, or names the file in Options.ConfigFile. The servers come back sorted by name, validated, with defaults filled
 // in. Every problem found is reported (joined), each as a *ConfigError naming
 // the table and the key.
 func Parse(data []byte) ([]ServerConfig, error) {
@@ -491,6 +499,10 @@ func (r rawServer) config(name string) (ServerConfig, []error) {
 	if sc.MaxTmp, err = sizeIn(r.MaxTmp, sandbox.DefaultMaxTmp, minTmp, maxLimitSize); err != nil {
 		bad("max_tmp", "%v", err)
 	}
+	// Zero (the default) when not given: see MaxFileSize.
+	if sc.MaxFileSize, err = sizeIn(r.MaxFileSize, 0, minTmp, maxLimitSize); err != nil {
+		bad("max_file_size", "%v", err)
+	}
 	for _, e := range sc.validate() {
 		errs = append(errs, &ConfigError{Table: table, Key: e.key, Msg: e.msg})
 	}
@@ -589,6 +601,9 @@ func (sc *ServerConfig) validate() []keyProblem {
 	}
 	if sc.MaxTmp != 0 && (sc.MaxTmp < minTmp || sc.MaxTmp > maxLimitSize) {
 		bad("max_tmp", "%d bytes is out of range (1MiB to 1TiB)", sc.MaxTmp)
+	}
+	if sc.MaxFileSize != 0 && (sc.MaxFileSize < minTmp || sc.MaxFileSize > maxLimitSize) {
+		bad("max_file_size", "%d bytes is out of range (1MiB to 1TiB)", sc.MaxFileSize)
 	}
 	return out
 }

@@ -79,6 +79,10 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 		}
 		proxy = p
 	}
+	env, err := s.programEnv(srv)
+	if err != nil {
+		return sandbox.Config{}, err
+	}
 	var home string
 	if !cfg.Unconfined && cfg.Home != HomeTemp {
 		home = filepath.Join(s.opts.HomeDir, cfg.Name)
@@ -92,7 +96,7 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 		TempHome:    cfg.Home == HomeTemp,
 		Argv:        s.argv(cfg),
 		Worktree:    s.worktree,
-		Env:         cfg.Env,
+		Env:         env,
 		EnvPass:     cfg.EnvPass,
 		HostEnv:     s.opts.HostEnv,
 		Read:        read,
@@ -104,7 +108,7 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 		Proxy:       proxy,
 		Off:         cfg.Unconfined,
 		RequireFull: cfg.RequireFullSandbox,
-		Limits:      sandbox.Limits{Processes: cfg.MaxProcesses, Memory: cfg.MaxMemory, Tmp: cfg.MaxTmp},
+		Limits:      sandbox.Limits{Processes: cfg.MaxProcesses, Memory: cfg.MaxMemory, Tmp: cfg.MaxTmp, FileSize: cfg.MaxFileSize},
 		Stderr:      srv.stderr,
 	}, nil
 }

@@ -97,8 +97,11 @@
 // call's progress; Options.Elicit answers a server's questions to the
 // person, shown with every invisible character visible and checked
 // against the requested schema before anything is sent. A tool that can
-// only run as a task is called as one (revision 2025-11-25), followed and
-// cancelled with its call. ServerInfo.Protocol is the revision each
+// only run as a task is called as one (on a server of revision 2025-11-25),
+// followed and cancelled with its call. Servers of either protocol era
+// start (the 2026-07-28 revision's server/discover, else initialize); a
+// 2026 server's questions come as input requests of the call and pass the
+// elicitation gates. ServerInfo.Protocol is the revision each
 // server negotiated.
 //
 // # Faults

@@ -50,7 +50,7 @@ func TestElicit(t *testing.T) {
 				got = req
 				return tt.answer, tt.err
 			}
-			s := e.connect(opts, fixture("notes"))
+			s := e.connect(opts, fixture("notes", "-era", "legacy"))
 			out := call(t, s, "mcp__notes__elicit", elicitArgs("Who are you?\u202e\x1b[2J", elicitSchema))
 			if !strings.HasPrefix(out, tt.want) {
 				t.Fatalf("result %q; want %q", out, tt.want)
@@ -84,7 +84,7 @@ func TestElicitRefusedRequests(t *testing.T) {
 		asked.Add(1)
 		return ElicitAnswer{Action: ElicitAccept}, nil
 	}
-	s := e.connect(opts, fixture("notes"))
+	s := e.connect(opts, fixture("notes", "-era", "legacy"))
 	for name, schema := range map[string]string{
 		"invisible name": `{"type":"object","properties":{"pass\u200bword":{"type":"string"}}}`,
 		"nested object":  `{"type":"object","properties":{"a":{"type":"object"}}}`,
@@ -105,7 +105,7 @@ func TestElicitRefusedRequests(t *testing.T) {
 // its calls is in flight is declined unless the agent allows it.
 func TestElicitNoHook(t *testing.T) {
 	e := newEnv(t)
-	s := e.connect(e.opts(), fixture("notes"))
+	s := e.connect(e.opts(), fixture("notes", "-era", "legacy"))
 	if out := call(t, s, "mcp__notes__elicit", `{}`); !strings.HasPrefix(out, "error: ") {
 		t.Errorf("no hook: %q", out)
 	}
@@ -122,7 +122,7 @@ func TestElicitOutsideCalls(t *testing.T) {
 			return ElicitAnswer{Action: ElicitAccept, Content: map[string]any{"name": "x"}}, nil
 		}
 		out := filepath.Join(e.worktree, "idle.txt")
-		e.connect(opts, fixture("notes", "-elicit-idle", out))
+		e.connect(opts, fixture("notes", "-era", "legacy", "-elicit-idle", out))
 		deadline := time.Now().Add(10 * time.Second)
 		for e.file("idle.txt") == "" && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)

@@ -20,7 +20,9 @@ var (
 	// ErrDenied: the config denies the tool. The server was not contacted.
 	ErrDenied = errors.New("tool denied by config")
 	// ErrNeedsApproval: the tool needs a person's approval and the session
-	// has no Approver. The server was not contacted.
+	// has no Approver, or it (or the instructions or prompt asked for) is
+	// held until a person reviews it; the error says what to run. The
+	// server was not contacted.
 	ErrNeedsApproval = errors.New("tool needs approval")
 	// ErrDeclined: the Approver declined the call. The server was not
 	// contacted.

@@ -57,7 +57,7 @@ command = ["git-server"]
 	}
 	// Output:
 	// config: [mcp.git]: "git" is reserved for the agent's own tools (fs, proc, git); choose another name
-	// config: [mcp.notes] defualt: unknown key; the keys are allow, call_timeout, command, default, deny, env, env_pass, git, home, max_memory, max_output, max_processes, max_tmp, network, new_tools, protect, read, sandbox, startup_timeout, write
+	// config: [mcp.notes] defualt: unknown key; the keys are allow, call_timeout, command, default, deny, env, env_pass, git, home, max_file_size, max_memory, max_output, max_processes, max_tmp, network, new_tools, protect, read, sandbox, startup_timeout, write
 	// first: table mcp.git, key ""
 }
 

@@ -62,5 +62,10 @@ func programIdentityOf(sc ServerConfig, opts Options) ([]pin.ProgramFile, error)
 	if err != nil {
 		return nil, err
 	}
-	return programIdentity(sc, wt, opts.HostEnv)
+	opts.Worktree = wt
+	writable, err := writablePaths([]ServerConfig{sc}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return programIdentity(sc, wt, opts.HostEnv, writable, opts.StateDir)
 }

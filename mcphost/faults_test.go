@@ -402,7 +402,7 @@ func TestCutKeepsRunes(t *testing.T) {
 
 func TestServerRequests(t *testing.T) {
 	e := newEnv(t)
-	s := e.connect(e.opts(), fixture("asks"))
+	s := e.connect(e.opts(), fixture("asks", "-era", "legacy"))
 	roots := call(t, s, "mcp__asks__roots", `{}`)
 	var got []struct{ URI string }
 	if err := json.Unmarshal([]byte(roots), &got); err != nil || len(got) != 1 || got[0].URI != "file://"+s.Worktree() {

@@ -93,7 +93,9 @@ func (s *Session) Instructions(server string) (string, error) {
 	srv.mu.Lock()
 	text, p := srv.instructions, srv.ins
 	srv.mu.Unlock()
-	if text == "" || p.trusted() {
+	// The pin must be of this text: a restart may have brought new text
+	// that is not judged yet.
+	if text == "" || p.trusted() && p.digest == mustDigest(pin.InstructionsDefinition(text)) {
 		return text, nil
 	}
 	why := map[PinStatus]string{

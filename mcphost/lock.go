@@ -50,8 +50,10 @@ type lockFile struct {
 	// worktree is the session's worktree: its repository is the only one
 	// that can vouch for the lock.
 	worktree string
-	mu       sync.Mutex
-	seen     map[string]bool // content digests found trusted already
+	// acceptCmd is the command that accepts the lock after reading it.
+	acceptCmd string
+	mu        sync.Mutex
+	seen      map[string]bool // content digests found trusted already
 }
 
 func newLockFile(path string, servers []ServerConfig, opts Options) (*lockFile, error) {
@@ -75,14 +77,21 @@ func newLockFile(path string, servers []ServerConfig, opts Options) (*lockFile, 
 			return nil, fmt.Errorf("mcphost: %w", err)
 		}
 	}
-	lf := &lockFile{path: abs, worktree: wt, store: &pin.LockStore{Path: abs, LockTimeout: opts.LockTimeout},
+	ao := opts
+	ao.LockFile = path
+	lf := &lockFile{path: abs, worktree: wt, acceptCmd: "mcphost approve" + cliFlags(ao), store: &pin.LockStore{Path: abs, LockTimeout: opts.LockTimeout},
 		state: &pin.Store{Dir: stateDir, LockTimeout: opts.LockTimeout}, seen: map[string]bool{}}
 	roots, err := writablePaths(servers, opts)
 	if err != nil {
 		return nil, err
 	}
+	// Where the lock really is: a path through a symbolic link (the
+	// file's own, or a directory's) that ends in a writable path is as
+	// writable as the file there.
 	canon := abs
-	if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+	if c, err := filepath.EvalSymlinks(abs); err == nil {
+		canon = c
+	} else if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
 		canon = filepath.Join(d, filepath.Base(abs))
 	}
 	for _, r := range roots {
@@ -139,8 +148,8 @@ func (lf *lockFile) trust(ctx context.Context, data []byte) error {
 		}
 	}
 	return fmt.Errorf("mcphost: %w: %s lies in %s, where servers can write, and is neither the version committed in the worktree's repository (%s) nor one you recorded: "+
-		"review it whole, or as a diff against its committed version, and trust it as it is with: mcphost approve -lock %s (then commit it)",
-		ErrLockUntrusted, lf.path, lf.writable, why, shellQuote(lf.path))
+		"review it whole, or as a diff against its committed version, and trust it as it is with: %s (then commit it)",
+		ErrLockUntrusted, lf.path, lf.writable, why, lf.acceptCmd)
 }
 
 func (lf *lockFile) remember(d string) {
@@ -169,6 +178,9 @@ func committedBlob(ctx context.Context, worktree, path string) ([]byte, error) {
 		return nil, fmt.Errorf("the worktree %s is in no git repository with a work tree", worktree)
 	}
 	gitDir, top := lines[0], lines[1]
+	if outer := nestedIn(worktree, top); outer != "" {
+		return nil, fmt.Errorf("the worktree's repository %s lies inside the repository at %s, within the worktree, where a server could have made it with git init; such a repository vouches for nothing (commit the lock in %s, or accept it)", top, outer, outer)
+	}
 	canon := path
 	if d, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
 		canon = filepath.Join(d, filepath.Base(path))
@@ -178,6 +190,31 @@ func committedBlob(ctx context.Context, worktree, path string) ([]byte, error) {
 		return nil, fmt.Errorf("it lies outside the worktree's repository %s", top)
 	}
 	return runGit(ctx, top, 256<<20, "--git-dir="+gitDir, "--work-tree="+top, "cat-file", "blob", "HEAD:"+filepath.ToSlash(rel))
+}
+
+// nestedIn returns the top of the repository that holds top, the top of
+// the repository git finds from the worktree, when top is the worktree or
+// lies within it and has a ".git" directory of its own while a directory
+// above it is in a repository too: the worktree's own repository is then
+// one a server could have made (the sandbox protects the ".git" git found
+// when the session started, and a worktree inside a repository has none of
+// its own to protect). A ".git" file (a submodule's, a linked worktree's)
+// names a git directory elsewhere and is not counted. "" otherwise.
+func nestedIn(worktree, top string) string {
+	if !under(top, worktree) {
+		return ""
+	}
+	if fi, err := os.Lstat(filepath.Join(top, ".git")); err != nil || !fi.IsDir() {
+		return ""
+	}
+	for d := filepath.Dir(top); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
+	}
 }
 
 // runGit runs git in dir and returns at most limit bytes of its output.
@@ -253,7 +290,7 @@ func (lf *lockFile) update(ctx context.Context, fn func(*pin.Lock) error) error 
 	d := pin.DigestBytes(out)
 	lf.remember(d)
 	if err := lf.accept(d); err != nil {
-		return fmt.Errorf("mcphost: %s was written, but recording it as yours failed, so it is not trusted until it is committed or accepted (mcphost approve -lock %s): %w", lf.path, lf.path, err)
+		return fmt.Errorf("mcphost: %s was written, but recording it as yours failed, so it is not trusted until it is committed or accepted (%s): %w", lf.path, lf.acceptCmd, err)
 	}
 	return nil
 }
@@ -402,33 +439,29 @@ func writeLockServer(b *strings.Builder, name string, before, now pin.LockServer
 	} else {
 		b.WriteString("  program: unchanged\n")
 	}
-	ptr := func(m map[string]pin.LockEntry, k string) *pin.LockEntry {
-		if e, ok := m[k]; ok {
-			return &e
+	// Every name of either version, each entry as it was and as it is.
+	each := func(what string, before, now map[string]pin.LockEntry) {
+		names := slices.Sorted(maps.Keys(now))
+		for n := range before {
+			if _, ok := now[n]; !ok {
+				names = append(names, n)
+			}
 		}
-		return nil
-	}
-	tools := slices.Sorted(maps.Keys(now.Tools))
-	for t := range before.Tools {
-		if _, ok := now.Tools[t]; !ok {
-			tools = append(tools, t)
+		slices.Sort(names)
+		for _, n := range names {
+			var old, cur *pin.LockEntry
+			if e, ok := before[n]; ok {
+				old = &e
+			}
+			if e, ok := now[n]; ok {
+				cur = &e
+			}
+			entry(what+" "+pin.Visible(n), old, cur)
 		}
 	}
-	slices.Sort(tools)
-	for _, t := range tools {
-		entry("tool "+pin.Visible(t), ptr(before.Tools, t), ptr(now.Tools, t))
-	}
+	each("tool", before.Tools, now.Tools)
 	entry("instructions", before.Instructions, now.Instructions)
-	prompts := slices.Sorted(maps.Keys(now.Prompts))
-	for p := range before.Prompts {
-		if _, ok := now.Prompts[p]; !ok {
-			prompts = append(prompts, p)
-		}
-	}
-	slices.Sort(prompts)
-	for _, p := range prompts {
-		entry("prompt "+pin.Visible(p), ptr(before.Prompts, p), ptr(now.Prompts, p))
-	}
+	each("prompt", before.Prompts, now.Prompts)
 }
 
 // Accept records the content the review showed as trusted by this person
@@ -449,11 +482,18 @@ func (r *LockReview) Accept() error {
 // script a known interpreter runs (as the config gives it) with its digest;
 // and, for the file that holds the server's code (the script, else the
 // program), the npm package and version a package-lock.json beside the
-// node_modules it lies in shows. A program that is a known interpreter
-// running a script, and lies outside the worktree, gets no digest: it is a
-// system program whose build differs between machines, and the script is
-// the server. Errors are those of sandbox.Programs; worktree is absolute and resolved.
-func programIdentity(sc ServerConfig, worktree string, hostEnv []string) ([]pin.ProgramFile, error) {
+// node_modules it lies in shows (for a person to read: that file may lie
+// where a server can write, so it is no part of the identity); then, for
+// each package the server's code is loaded from (sandbox.ProgramClosure)
+// that lies in one of writable and is kept read-only to every server, the
+// digest of its whole tree (pin.RolePackage, see digestTree). A program
+// that is a known interpreter running a script, and lies outside the
+// worktree, gets no digest: it is a system program whose build differs
+// between machines, and the script is the server. Errors are those of
+// sandbox.Programs; worktree is absolute and resolved; writable are the
+// paths some server may write (writablePaths); cacheDir, the state
+// directory or "", keeps the file digests of package trees between calls.
+func programIdentity(sc ServerConfig, worktree string, hostEnv []string, writable []string, cacheDir string) ([]pin.ProgramFile, error) {
 	sc = sc.withDefaults()
 	if len(sc.Command) == 0 {
 		return nil, fmt.Errorf("mcphost: [mcp.%s] command is empty", sc.Name)
@@ -513,7 +553,15 @@ func programIdentity(sc ServerConfig, worktree string, hostEnv []string) ([]pin.
 		}
 		out = append(out, pin.ProgramFile{Role: pin.RoleScript, Path: sc.Command[script], Digest: d, Package: npmPackage(p)})
 	}
-	return out, nil
+	cl, err := sandbox.ProgramClosure(closureConfig(sc, argv, worktree, hostEnv))
+	if err != nil {
+		return nil, err
+	}
+	pkgs, err := packageIdentity(cl, worktree, writable, cacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: [mcp.%s] %w", sc.Name, err)
+	}
+	return append(out, pkgs...), nil
 }
 
 // npmPackage returns "name@version" of the npm package file lies in (below
@@ -561,24 +609,126 @@ func npmPackage(file string) string {
 
 // programChanges describes, for a person, how a program identity differs
 // from the one a lock recorded: one line per file added, removed or
-// changed. It returns nil when they are the same.
+// changed. Its program, interpreters and script are compared in order;
+// packages and their files by path, naming each file of a package that
+// changed, was added or is gone when the lock lists its files, else the
+// package. Package (an npm version read from a package-lock.json, which
+// a server may write) is for display: the digests are the identity, and a
+// line whose version alone differs says so.
+// It returns nil when they are the same.
 func programChanges(locked, current []pin.ProgramFile) []string {
+	lockedHead, lockedPkgs := splitPackages(locked)
+	head, pkgs := splitPackages(current)
 	var out []string
-	for i := 0; i < max(len(locked), len(current)); i++ {
+	for i := 0; i < max(len(lockedHead), len(head)); i++ {
 		switch {
-		case i >= len(locked):
-			c := current[i]
+		case i >= len(lockedHead):
+			c := head[i]
 			out = append(out, fmt.Sprintf("%s %s is new (%s)", c.Role, pin.Visible(c.Path), fileID(c)))
-		case i >= len(current):
-			o := locked[i]
+		case i >= len(head):
+			o := lockedHead[i]
 			out = append(out, fmt.Sprintf("%s %s is gone (was %s)", o.Role, pin.Visible(o.Path), fileID(o)))
-		case locked[i] != current[i]:
-			o, c := locked[i], current[i]
+		case !sameProgramFile(lockedHead[i], head[i]) || lockedHead[i].Package != head[i].Package:
+			o, c := lockedHead[i], head[i]
 			name := c.Role + " " + pin.Visible(c.Path)
 			if o.Role != c.Role || o.Path != c.Path {
 				name = fmt.Sprintf("%s %s (was %s %s)", c.Role, pin.Visible(c.Path), o.Role, pin.Visible(o.Path))
 			}
-			out = append(out, fmt.Sprintf("%s: %s, was %s", name, fileID(c), fileID(o)))
+			line := fmt.Sprintf("%s: %s, was %s", name, fileID(c), fileID(o))
+			if o.Package != c.Package && sameProgramFile(o, c) {
+				line += " (only the version a package-lock.json shows differs, which is for display: the digests are the same)"
+			}
+			out = append(out, line)
+		}
+	}
+	return append(out, packageChanges(lockedPkgs, pkgs)...)
+}
+
+// splitPackages splits a program identity into its program files and its
+// packages with their files.
+func splitPackages(files []pin.ProgramFile) (head, pkgs []pin.ProgramFile) {
+	for i, f := range files {
+		if f.Role == pin.RolePackage || f.Role == pin.RolePackageFile {
+			return files[:i], files[i:]
+		}
+	}
+	return files, nil
+}
+
+// sameProgramFile reports whether two entries identify the same code:
+// Package, a version read from a file a server may write, is left out
+// (programChanges shows it).
+func sameProgramFile(a, b pin.ProgramFile) bool {
+	return a.Role == b.Role && a.Path == b.Path && a.Digest == b.Digest && a.Files == b.Files && a.Truncated == b.Truncated
+}
+
+// packageChanges compares packages and their files by path: a changed
+// package whose files both lists name is described by its files alone;
+// one without them says how to see which file changed.
+func packageChanges(locked, current []pin.ProgramFile) []string {
+	type key struct{ role, path string }
+	was := map[key]pin.ProgramFile{}
+	for _, f := range locked {
+		was[key{f.Role, f.Path}] = f
+	}
+	now := map[key]bool{}
+	var out []string
+	fileChanged := map[string]bool{} // packages with a named file change
+	var trees []string
+	treeLine := map[string]string{}
+	listed := func(list []pin.ProgramFile, pkg string) bool {
+		for _, f := range list {
+			if f.Role == pin.RolePackageFile && strings.HasPrefix(f.Path, pkg) {
+				return true
+			}
+		}
+		return false
+	}
+	owner := func(path string, list []pin.ProgramFile) string {
+		for _, f := range list {
+			if f.Role == pin.RolePackage && strings.HasSuffix(f.Path, "/") && strings.HasPrefix(path, f.Path) {
+				return f.Path
+			}
+		}
+		return ""
+	}
+	for _, c := range current {
+		k := key{c.Role, c.Path}
+		now[k] = true
+		o, ok := was[k]
+		switch {
+		case !ok && c.Role == pin.RolePackageFile:
+			fileChanged[owner(c.Path, current)] = true
+			out = append(out, fmt.Sprintf("%s %s is new (%s)", c.Role, pin.Visible(c.Path), fileID(c)))
+		case !ok:
+			out = append(out, fmt.Sprintf("%s %s is new (%s)", c.Role, pin.Visible(c.Path), fileID(c)))
+		case sameProgramFile(o, c):
+		case c.Role == pin.RolePackageFile:
+			fileChanged[owner(c.Path, current)] = true
+			out = append(out, fmt.Sprintf("%s %s: %s, was %s", c.Role, pin.Visible(c.Path), fileID(c), fileID(o)))
+		default:
+			line := fmt.Sprintf("%s %s: %s, was %s", c.Role, pin.Visible(c.Path), fileID(c), fileID(o))
+			if listed(locked, c.Path) && listed(current, c.Path) {
+				line += ": a directory, symbolic link or executable bit in it changed"
+			} else {
+				line += fmt.Sprintf(": a file in it changed, was added or removed (the lock lists the files of a package of at most %d only; see which with git status and git diff on it, or reinstall it from pinned versions)", maxTreeContents)
+			}
+			trees = append(trees, c.Path)
+			treeLine[c.Path] = line
+		}
+	}
+	for _, o := range locked {
+		if !now[key{o.Role, o.Path}] {
+			if o.Role == pin.RolePackageFile {
+				fileChanged[owner(o.Path, locked)] = true
+			}
+			out = append(out, fmt.Sprintf("%s %s is gone (was %s)", o.Role, pin.Visible(o.Path), fileID(o)))
+		}
+	}
+	for _, t := range trees {
+		if !fileChanged[t] {
+			// Same files, or none listed: the tree line is what says it.
+			out = append(out, treeLine[t])
 		}
 	}
 	return out
@@ -588,6 +738,13 @@ func fileID(f pin.ProgramFile) string {
 	id := f.Digest
 	if id == "" {
 		id = "no digest"
+	}
+	if f.Role == pin.RolePackage && (f.Files != 1 || strings.HasSuffix(f.Path, "/")) {
+		id += fmt.Sprintf(" (%d files", f.Files)
+		if f.Truncated {
+			id += ", the digest cut at " + treeBounds
+		}
+		id += ")"
 	}
 	if f.Package != "" {
 		id = pin.Visible(f.Package) + " " + id

@@ -38,14 +38,20 @@ func TestProgramIdentity(t *testing.T) {
 		{Role: pin.RoleProgram, Path: "node"},
 		{Role: pin.RoleScript, Path: "node_modules/@acme/notes/dist/index.js", Digest: pin.DigestBytes([]byte("console.log(1)\n")), Package: "@acme/notes@1.2.3"},
 	}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+	// Then the package it belongs to: the node_modules it lies in, whole,
+	// and, a small tree, its file.
+	want = append(want, pin.ProgramFile{Role: pin.RolePackage, Path: "node_modules/", Files: 1},
+		pin.ProgramFile{Role: pin.RolePackageFile, Path: "node_modules/@acme/notes/dist/index.js", Digest: want[1].Digest})
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[3] != want[3] ||
+		got[2].Role != want[2].Role || got[2].Path != want[2].Path || got[2].Files != 1 || got[2].Digest == "" {
 		t.Fatalf("ProgramIdentity:\n%+v\nwant\n%+v", got, want)
 	}
 	mkfileT(t, script, "console.log(2)\n")
 	mkfileT(t, filepath.Join(wt, "package-lock.json"), `{"packages":{"node_modules/@acme/notes":{"version":"1.2.4"}}}`)
 	now, _ := programIdentityOf(sc, opts)
 	changes := programChanges(got, now)
-	if len(changes) != 1 || !strings.Contains(changes[0], "@acme/notes@1.2.4 b3v1:") || !strings.Contains(changes[0], "was @acme/notes@1.2.3") {
+	if len(changes) != 2 || !strings.Contains(changes[0], "@acme/notes@1.2.4 b3v1:") || !strings.Contains(changes[0], "was @acme/notes@1.2.3") ||
+		!strings.HasPrefix(changes[1], "package-file node_modules/@acme/notes/dist/index.js: b3v1:") {
 		t.Errorf("changes: %q", changes)
 	}
 	if c := programChanges(got, got); c != nil {

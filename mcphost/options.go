@@ -103,20 +103,21 @@ type Options struct {
 	// LockFile is a lock file (pin.Lock; conventionally mcphost.lock
 	// beside the config) holding a team's reviews. With one, reviews are
 	// read from and recorded into it instead of the state file, and first
-	// sight trusts nothing: a tool the lock does not hold needs approval
-	// (with HoldNewTools it is withheld), and a server whose program
-	// (its program identity) differs from the one the lock recorded has every
-	// allowed tool need approval, with a notice. A lock that lies where a
-	// server could have written it is trusted only as committed in git or
-	// as this person's mcphost last wrote or accepted it (see ReviewLock);
+	// sight trusts nothing: a tool the lock does not hold is held from the
+	// model, and a server whose program (its program identity) differs
+	// from the one the lock recorded has every allowed tool need approval,
+	// with a notice. A lock that lies where a server could have written it
+	// is trusted only as committed in the worktree's own repository or as
+	// this person's mcphost last wrote or accepted it (see ReviewLock);
 	// otherwise nothing is trusted, StateError says why, and nothing is
 	// recorded into it. Connect creates a missing lock (empty, and
 	// recorded as this person's) before any server starts, so that no
 	// server of the session can write, replace or create it. "": no lock.
 	LockFile string
-	// LockTimeout bounds each wait for the state file's lock (recording a
-	// first sight or a review); past it the recording fails with an error
-	// wrapping pin.ErrLocked. Default pin.DefaultLockTimeout.
+	// LockTimeout bounds each wait for the state file's lock or the lock
+	// file's (recording a first sight or a review); past it the recording
+	// fails with an error wrapping pin.ErrLocked. Default
+	// pin.DefaultLockTimeout.
 	LockTimeout time.Duration
 }
 
@@ -174,3 +175,19 @@ type CallRecord struct {
 	Err      error         // nil on success (a result with isError is a success here)
 	IsError  bool          // the server's result had isError set
 }
+
+const (
+	// Decline: the call does not go ahead (ErrDeclined). The zero value,
+	// so that an Approver that says nothing says no.
+	Decline Verdict = iota
+	// ApproveOnce: this one call goes ahead. Nothing is recorded: a tool
+	// never reviewed asks, showing its definition, next time (a held one is
+	// asked about only with Options.ApproveHeld).
+	ApproveOnce
+	// ApproveAndReview: this call goes ahead, and the tool is recorded as
+	// reviewed as it is now (ApprovalRequest.Tool.Definition), as
+	// `mcphost approve` does: a new tool stops being flagged (an allowed
+	// one is allowed), a held one is offered. In a session with
+	// ReadOnlyState it is ApproveOnce.
+	ApproveAndReview
+)

@@ -240,10 +240,33 @@ func (s *Session) toolNames(server string) []string {
 	return names
 }
 
-// describe makes a short human description of changed fields.
+// describe makes a short description of changed fields for a notice or an
+// approval request, which a person reads. The names are the server's (any
+// top-level key of its definition), so each is made visible and bounded:
+// nothing invisible or controlling reaches a terminal or an agent through
+// them.
 func describe(fields []string) string {
 	if len(fields) == 0 {
 		return "definition"
 	}
-	return strings.Join(fields, ", ")
+	const most = 8
+	shown := make([]string, 0, min(len(fields), most+1))
+	for i, f := range fields {
+		if i == most {
+			shown = append(shown, fmt.Sprintf("and %d more", len(fields)-most))
+			break
+		}
+		shown = append(shown, strconvQuoteVisible(f))
+	}
+	return strings.Join(shown, ", ")
+}
+
+// strconvQuoteVisible is a field name as describe shows it: visible, at most
+// 64 characters, quoted when it is not a plain word.
+func strconvQuoteVisible(name string) string {
+	v := pin.Visible(printable(name, 64))
+	if v != "" && strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == "" {
+		return v
+	}
+	return fmt.Sprintf("%q", v)
 }

@@ -19,10 +19,6 @@ import (
 	"github.com/mcphost/mcphost/sandbox"
 )
 
-// protocolVersion is the MCP version mcphost asks for: the newest one whose
-// stateful initialize every current server speaks.
-const protocolVersion = "2025-11-25"
-
 // server is one configured server and its running process, if any.
 type server struct {
 	cfg    ServerConfig
@@ -34,6 +30,12 @@ type server struct {
 	// only) and not changed after.
 	program      []pin.ProgramFile
 	programDrift []string
+	// closure is what its program loads (sandbox.ProgramClosure) and
+	// covers how protectPaths keeps it, decided before any server starts
+	// and not changed after; closure is nil when its program cannot be
+	// found.
+	closure *sandbox.Closure
+	covers  []string
 
 	restartMu sync.Mutex // serializes Restart
 
@@ -131,8 +133,9 @@ func (srv *server) start(ctx context.Context) error {
 	tap.progress = srv.onProgress
 	tap.stray = func(start []byte, n, row int) { srv.strayLine(gen, start, n) }
 	// Roots and logging are deprecated from protocol 2026-07-28 on, but
-	// mcphost speaks 2025-11-25, where servers (the filesystem reference
-	// server among them) use roots to learn their directory.
+	// servers of the 2025-11-25 era (the filesystem reference server among
+	// them) use roots to learn their directory; a 2026 server asks for them
+	// in an input request, which the go-sdk answers from the same list.
 	// Advertise roots, and only the worktree, and elicitation (form mode)
 	// when the agent can ask a person; no sampling. The go-sdk answers
 	// requests for anything else with a JSON-RPC error.
@@ -143,9 +146,14 @@ func (srv *server) start(ctx context.Context) error {
 		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
 		elicit = srv.elicit
 	}
+	// The tap sees notifications/tools/list_changed in stream order and
+	// re-lists (toolsChanged); the handler is here because a server of the
+	// 2026-07-28 era sends it only on a subscriptions/listen stream, which
+	// the go-sdk opens only for a client with a handler.
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: Version}, &mcp.ClientOptions{
-		Capabilities:       caps,
-		ElicitationHandler: elicit,
+		Capabilities:           caps,
+		ElicitationHandler:     elicit,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
 		//lint:ignore SA1019 see above: server log messages go to the host's logger
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			s.logger.Debug("server log", "server", cfg.Name, "level", req.Params.Level, "logger", req.Params.Logger)
@@ -166,7 +174,10 @@ func (srv *server) start(ctx context.Context) error {
 		initCtx, cancelInit = context.WithTimeout(ctx, launcherWait)
 		defer cancelInit()
 	}
-	cs, err := client.Connect(initCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	// No revision is asked for: the go-sdk tries the newest era's
+	// server/discover and falls back to initialize, so servers of either
+	// era start; ServerInfo.Protocol says which one was negotiated.
+	cs, err := client.Connect(initCtx, transport, nil)
 	if err != nil && isLauncher && initCtx != ctx && initCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		_ = proc.Close(0)
 		return &startError{"initialize", fmt.Errorf("%w: %s fetches the package it runs from %s unless it finds it installed, which needs the network, and the network is off for this server: mcphost stopped it after %v without an answer. Install the package beforehand and run it directly (for npm: npm install --prefix DIR PACKAGE, then command = [\"node\", \"DIR/node_modules/PACKAGE/<its main script>\"] and read = [\"DIR\"]; see \"Running real servers\" in mcphost's README), or grant the server its registry alone: network = [\"%s\"]",
@@ -486,8 +497,14 @@ type ServerInfo struct {
 	// from the one the lock recorded (one line per file), decided at
 	// Connect; while it is not empty every allowed tool needs approval.
 	ProgramChanged []string `json:"program_changed,omitempty"`
-	// Protocol is the MCP revision the server negotiated in initialize
-	// (such as "2025-11-25"); "" when it is not running.
+	// ProgramCovers says, one line per item, what the server's program
+	// identity and protection cover: its program files, each package its
+	// code is loaded from and how it is kept, and, starting "not covered"
+	// (or "NOT COVERED" for what a server could change), what they do not.
+	ProgramCovers []string `json:"program_covers,omitempty"`
+	// Protocol is the MCP revision the server negotiated, in
+	// server/discover ("2026-07-28") or initialize (such as "2025-11-25");
+	// "" when it is not running.
 	Protocol string `json:"protocol,omitempty"`
 	// Instructions is the text the server sent as its instructions, for a
 	// person to read (print it through pin.Visible): server text. The
@@ -515,7 +532,19 @@ func (s *Session) Servers() []ServerInfo {
 		info := srv.info()
 		info.Tools = count[srv]
 		info.ProgramChanged = slices.Clone(srv.programDrift)
+		info.ProgramCovers = slices.Clone(srv.covers)
 		out = append(out, info)
 	}
 	return out
 }
+
+const (
+	ServerRunning ServerState = "running"
+	ServerFailed  ServerState = "failed" // it did not start, initialize or list
+	ServerExited  ServerState = "exited" // it died after starting
+	ServerClosed  ServerState = "closed"
+	// ServerUnreviewed: its table comes from a config a server could
+	// have written and is not as a person reviewed it, so it did not
+	// start (see Load and Session.Review).
+	ServerUnreviewed ServerState = "unreviewed"
+)

@@ -20,32 +20,6 @@ import (
 // Version is mcphost's version, sent to servers in initialize.
 const Version = "0.1.0"
 
-const (
-	// Decline: the call does not go ahead (ErrDeclined). The zero value,
-	// so that an Approver that says nothing says no.
-	Decline Verdict = iota
-	// ApproveOnce: this one call goes ahead. Nothing is recorded: a tool
-	// that changed or was never reviewed asks, with its diff, next time.
-	ApproveOnce
-	// ApproveAndReview: this call goes ahead, and the tool is recorded as
-	// reviewed as it is now (ApprovalRequest.Tool.Definition), as
-	// `mcphost approve` does: a changed allowed tool is allowed again, a
-	// changed or new tool stops being flagged, a withheld one is offered.
-	// In a session with ReadOnlyState it is ApproveOnce.
-	ApproveAndReview
-)
-
-const (
-	ServerRunning ServerState = "running"
-	ServerFailed  ServerState = "failed" // it did not start, initialize or list
-	ServerExited  ServerState = "exited" // it died after starting
-	ServerClosed  ServerState = "closed"
-	// ServerUnreviewed: its table comes from a config a server could
-	// have written and is not as a person reviewed it, so it did not
-	// start (see Load and Session.Review).
-	ServerUnreviewed ServerState = "unreviewed"
-)
-
 // Session is a set of running servers and their tools. Its methods are safe
 // for concurrent use.
 type Session struct {
@@ -66,9 +40,9 @@ type Session struct {
 	// write that holds it ("" if none): then its tables start only as
 	// reviewed.
 	config, configWritable string
-	// hint is the command line, up to the reference, that reviews
-	// something of this session (approveHint).
-	hint    string
+	// flags are the mcphost command's flags that find this session
+	// (cliFlags), for the commands notices suggest.
+	flags   string
 	logger  *slog.Logger
 	servers map[string]*server
 	order   []string
@@ -224,16 +198,26 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 				return nil, fmt.Errorf("mcphost: creating the lock file %s before the servers start: %w", s.lock.path, err)
 			}
 		}
+		writable, err := writablePaths(configs, lo)
+		if err != nil {
+			return nil, err
+		}
 		for _, name := range s.order {
 			srv := s.servers[name]
 			// A program that cannot be found fails its start, saying why.
-			srv.program, _ = programIdentity(srv.cfg, wt, s.opts.HostEnv)
+			srv.program, _ = programIdentity(srv.cfg, wt, s.opts.HostEnv, writable, s.opts.StateDir)
 		}
 		s.reviews = &lockStore{lf: s.lock}
 	} else {
 		s.reviews = &stateStore{st: &pin.Store{Dir: s.opts.StateDir, LockTimeout: s.opts.LockTimeout}, config: s.config}
 	}
-	s.hint = approveCommand(opts)
+	s.flags = cliFlags(opts)
+	if outer := nestedIn(wt, wt); outer != "" {
+		// A worktree inside a repository has no .git of its own for the
+		// sandbox to protect, so a server can make one; git run in the
+		// worktree then uses it.
+		s.addNotice(fmt.Sprintf("the worktree %s is a repository of its own (%s/.git) inside the repository at %s: a server may have made it with git init, and git run in the worktree uses it, its hooks and core.fsmonitor included; remove %s/.git unless you made it", wt, wt, outer, wt))
+	}
 	s.protect = s.protectPaths()
 
 	// Read the reviews while the servers start, unless a table must be
@@ -371,9 +355,9 @@ func (s *Session) Notices() []string {
 
 // StateError returns why the reviewed-tools state file (or, with
 // Options.LockFile, the lock: unreadable, or ErrLockUntrusted) could not
-// be read when the session connected, or nil. While it is non-nil no allowed tool is
-// trusted: each needs approval. The file is never reset; a person fixes it
-// or moves it aside.
+// be read when the session connected, or nil. While it is non-nil no review
+// is trusted: every tool is held from the model. The file is never reset;
+// a person fixes it or moves it aside.
 func (s *Session) StateError() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -424,8 +408,9 @@ func (s *Session) isClosed() bool {
 }
 
 // Restart stops a server (if it runs) and starts it again, with discovery
-// and pinning as at Connect. A restarted server's changed tools need
-// approval like any other change. OnToolsChanged is called afterwards.
+// and judging as at Connect (its table too: one that needs review keeps it
+// from starting). A restarted server's changed tools are held like any
+// other change. OnToolsChanged is called afterwards.
 func (s *Session) Restart(ctx context.Context, server string) error {
 	srv, ok := s.servers[server]
 	if !ok {
@@ -444,12 +429,18 @@ func (s *Session) Restart(ctx context.Context, server string) error {
 		}
 	}
 	s.mu.Unlock()
+	ls := s.loadPins(ctx)
+	if s.holdTable(srv, ls) {
+		srv.mu.Lock()
+		err := srv.err
+		srv.mu.Unlock()
+		return fmt.Errorf("mcphost: restart %s: %w", server, err)
+	}
 	if err := srv.start(ctx); err != nil {
 		srv.fail(err)
 		s.addNotice(srv.failureNotice())
 		return fmt.Errorf("mcphost: restart %s: %w", server, err)
 	}
-	ls := s.loadPins(ctx)
 	recs := s.publish(srv, srv.lastList, ls)
 	recs = append(recs, s.publishTexts(srv, ls)...)
 	s.recordFirstSight(recs)

@@ -27,8 +27,12 @@ const (
 	taskCancelTimeout = 5 * time.Second
 )
 
-// tasksIn reports whether a protocol revision has tasks.
-func tasksIn(revision string) bool { return revision >= "2025-11-25" }
+// tasksIn reports whether a protocol revision has the tasks mcphost speaks:
+// exactly 2025-11-25's (tasks/result). The 2026-07-28 revision moved tasks
+// into an extension (io.modelcontextprotocol/tasks: tasks/get polling,
+// tasks/update, no tasks/result) that mcphost does not speak yet, so a tool
+// that can only run as a task is skipped, with a notice, on such a server.
+func tasksIn(revision string) bool { return revision == "2025-11-25" }
 
 // negotiated returns the protocol revision the server negotiated.
 func (srv *server) negotiated() string {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mcphost/mcphost/sandbox"
@@ -65,8 +67,13 @@ func (s *Session) argv(cfg ServerConfig) []string {
 // sandbox protects: the state directory and config file; the worktree's
 // mcphost.toml and mcphost.lock; the protect entries of Options and of
 // every table (directories created if missing); and every server's program
-// files (sandbox.Programs). A file that does not exist, or is a symbolic
-// link, cannot be protected in place: it gets a notice instead.
+// files and the packages its code is loaded from (sandbox.ProgramClosure:
+// the script's directory, a node_modules, a virtual environment), each
+// whole, where a server could write them. A package that is or holds a
+// writable path cannot be kept read-only whole: list says so for its
+// server (programCovers), and such a server with more rights than its
+// peers does not start (programEnv). A file that does not exist, or is a
+// symbolic link, cannot be protected in place: it gets a notice instead.
 func (s *Session) protectPaths() []string {
 	out := []string{s.opts.StateDir}
 	if s.opts.ConfigFile != "" {
@@ -142,12 +149,15 @@ func (s *Session) protectPaths() []string {
 		}
 	}
 	for _, name := range s.order {
-		cfg := s.servers[name].cfg
-		progs, err := sandbox.Programs(sandbox.Config{Name: name, Argv: s.argv(cfg), Worktree: s.worktree, Env: cfg.Env, HostEnv: s.opts.HostEnv})
+		srv := s.servers[name]
+		cl, err := sandbox.ProgramClosure(closureConfig(srv.cfg, s.argv(srv.cfg), s.worktree, s.opts.HostEnv))
 		if err != nil {
 			continue // that server will not start either, and says why
 		}
-		for _, p := range progs {
+		srv.closure = &cl
+		safe := len(rightsBeyondPeers(srv.cfg, s.worktree, s.hostEnv())) > 0
+		srv.covers = programCovers(srv.cfg, cl, srv.program, s.worktree, writable, safe)
+		for _, p := range cl.Files {
 			for _, w := range writable {
 				if under(p, w) {
 					out = append(out, p)
@@ -155,6 +165,159 @@ func (s *Session) protectPaths() []string {
 				}
 			}
 		}
+		for _, cp := range cl.Paths {
+			if _, ok := protectable(cp.Path, writable); ok {
+				out = append(out, cp.Path)
+			}
+		}
+	}
+	return out
+}
+
+// pathVars are the environment variables that name where a runtime or the
+// dynamic linker loads code from, as lists of paths.
+var pathVars = []string{"PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONPYCACHEPREFIX", "NODE_PATH", "RUBYLIB", "PERL5LIB", "LD_PRELOAD", "LD_LIBRARY_PATH"}
+
+// optionVars are the environment variables that carry a runtime's options,
+// among which a file it loads first (node --require ./x.js).
+var optionVars = []string{"NODE_OPTIONS", "RUBYOPT", "PERL5OPT"}
+
+// rightsBeyondPeers lists what a table grants that a server confined by
+// default does not have: what widening lists, a network grant by name and
+// env_pass. A server with any of these must not run code that another
+// server could have written.
+func rightsBeyondPeers(cfg ServerConfig, worktree string, hostEnv []string) []string {
+	out := widening(cfg, worktree, hostEnv)
+	if len(cfg.NetworkGrant) > 0 && !cfg.Network && !cfg.Unconfined {
+		out = append(out, "network = ["+strings.Join(cfg.NetworkGrant, ", ")+"]")
+	}
+	if len(cfg.EnvPass) > 0 {
+		out = append(out, "env_pass = ["+strings.Join(cfg.EnvPass, ", ")+"]")
+	}
+	return out
+}
+
+// programEnv returns the env a server starts with (sandbox.Config.Env), or
+// why it does not start. A server with rights beyond its peers'
+// (rightsBeyondPeers) does not load code from where another server could
+// have written it:
+//
+//   - a variable of pathVars or optionVars (from env, or passed by
+//     env_pass) that names a path in the worktree or a write grant (a
+//     relative one is in the worktree, its working directory) stops it;
+//   - so does a package of its closure that is or holds a writable path
+//     (the script's directory is the worktree), which cannot be kept
+//     read-only whole;
+//   - python -m, -c or reading stdin would put the worktree first on its
+//     import path: it runs with PYTHONSAFEPATH=1, which keeps it off
+//     (Python 3.11 and later; an older Python named by version stops it),
+//     and a module that Python would find only there stops it, since it
+//     would not be found.
+//
+// Setting PYTHONSAFEPATH rather than another working directory keeps the
+// server's relative paths meaning what its table says (its files are in
+// the worktree), and keeps a script's own directory, which is protected,
+// on its import path.
+func (s *Session) programEnv(srv *server) (map[string]string, error) {
+	cfg := srv.cfg
+	rights := rightsBeyondPeers(cfg, s.worktree, s.hostEnv())
+	if len(rights) == 0 {
+		return cfg.Env, nil
+	}
+	writable, err := writablePaths(s.configs(), Options{Worktree: s.worktree, HostEnv: s.opts.HostEnv})
+	if err != nil {
+		return nil, err
+	}
+	refuse := func(key, what string) error {
+		return &ConfigError{Table: "mcp." + cfg.Name, Key: key, Msg: fmt.Sprintf("%s, where servers can write: this server has rights its peers lack (%s), so it does not load code another server could have put there; %s",
+			what, strings.Join(rights, "; "), "move that code where no server can write (or into a directory of its own in the worktree, which mcphost keeps read-only), or take those rights away")}
+	}
+	inWritable := func(p string) (string, bool) {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.worktree, p)
+		}
+		p = filepath.Clean(p)
+		if c, err := filepath.EvalSymlinks(p); err == nil {
+			p = c
+		}
+		for _, w := range writable {
+			if under(p, w) {
+				return w, true
+			}
+		}
+		return "", false
+	}
+	hostEnv := s.hostEnv()
+	for _, name := range append(slices.Clone(pathVars), optionVars...) {
+		key, val, ok := "env", "", false
+		if v, set := cfg.Env[name]; set {
+			val, ok = v, true
+		} else if slices.Contains(cfg.EnvPass, name) {
+			key = "env_pass"
+			for _, kv := range hostEnv {
+				if v, found := strings.CutPrefix(kv, name+"="); found {
+					val, ok = v, true
+				}
+			}
+		}
+		if !ok {
+			continue
+		}
+		var paths []string
+		if slices.Contains(pathVars, name) {
+			paths = strings.FieldsFunc(val, func(r rune) bool { return r == ':' || r == ' ' && strings.HasPrefix(name, "LD_PRELOAD") })
+			if val != "" && strings.Contains(":"+val+":", "::") {
+				paths = append(paths, ".") // an empty entry is the working directory
+			}
+		} else {
+			for _, f := range strings.Fields(val) {
+				if _, v, eq := strings.Cut(f, "="); eq && strings.HasPrefix(f, "-") {
+					f = v
+				}
+				if strings.HasPrefix(f, ".") || strings.ContainsRune(f, '/') {
+					paths = append(paths, f)
+				}
+			}
+		}
+		for _, p := range paths {
+			if w, bad := inWritable(p); bad {
+				return nil, refuse(key, fmt.Sprintf("%s names %s, which lies in %s", name, p, w))
+			}
+		}
+	}
+	cl := srv.closure
+	if cl == nil {
+		return cfg.Env, nil // its program cannot be found: the start says why
+	}
+	for _, cp := range cl.Paths {
+		if in, ok := protectable(cp.Path, writable); in && !ok {
+			return nil, refuse("command", fmt.Sprintf("its code is loaded from %s (%s), which %s", cp.Path, cp.Why, holding(cp.Path, writable, s.worktree)))
+		}
+	}
+	if !cl.WorkdirImports {
+		return cfg.Env, nil
+	}
+	for _, cp := range cl.Paths {
+		if strings.HasPrefix(cp.Why, "module ") {
+			return nil, refuse("command", fmt.Sprintf("python -m %s would import %s from the worktree", cl.Module, cp.Path))
+		}
+	}
+	if cl.PythonMinor > 0 && cl.PythonMinor < 11 {
+		return nil, refuse("command", fmt.Sprintf("Python 3.%d puts the working directory (the worktree) first on its import path and, before 3.11, has no PYTHONSAFEPATH to keep it off", cl.PythonMinor))
+	}
+	env := maps.Clone(cfg.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["PYTHONSAFEPATH"] = "1"
+	return env, nil
+}
+
+// configs returns the session's server tables, in order.
+func (s *Session) configs() []ServerConfig {
+	out := make([]ServerConfig, 0, len(s.order))
+	for _, name := range s.order {
+		out = append(out, s.servers[name].cfg)
 	}
 	return out
 }

@@ -51,7 +51,9 @@ type LockServer struct {
 	// nil if none was recorded.
 	Table *LockEntry `json:"table,omitempty"`
 	// Program identifies what the server runs, in the order it is started:
-	// the program, the interpreters that lie in the worktree, the script.
+	// the program, the interpreters that lie in the worktree, the script,
+	// then the packages its code is loaded from, each followed by its
+	// files when it holds few.
 	Program []ProgramFile `json:"program"`
 	// Tools are the reviewed tools, keyed by the tool's name as the server
 	// sends it. A tool not here is not reviewed.
@@ -77,17 +79,29 @@ type LockEntry struct {
 // ProgramFile is one file of a server's program identity.
 type ProgramFile struct {
 	// Role is "program" (the command's first word), "interpreter" (one of
-	// the "#!" chain) or "script" (the file an interpreter runs).
+	// the "#!" chain), "script" (the file an interpreter runs), "package"
+	// (a tree the server's code is loaded from, RolePackage) or
+	// "package-file" (one file of a small package, RolePackageFile).
 	Role string `json:"role"`
 	// Path is the file as the config names it (the command, the script
-	// argument), or, for an interpreter, relative to the worktree.
+	// argument), or, for an interpreter or a package, relative to the
+	// worktree ("/"-separated; a directory ends in "/"), absolute outside
+	// it.
 	Path string `json:"path"`
 	// Digest is DigestFile of the file; "" for an interpreter outside the
 	// worktree (a system program, whose build differs between machines).
 	Digest string `json:"digest,omitempty"`
 	// Package is "name@version" of the npm package the file belongs to,
-	// where a package-lock.json shows it; "" otherwise.
+	// where a package-lock.json shows it; "" otherwise. It is for a person
+	// to read, not identity: a package-lock.json in the worktree is a
+	// file a server could write. What identifies a package's code is the
+	// digest of its tree (RolePackage).
 	Package string `json:"package,omitempty"`
+	// Files is, for RolePackage, how many files the tree's digest covers.
+	Files int `json:"files,omitempty"`
+	// Truncated reports, for RolePackage, a tree larger than the bound of
+	// what is digested: Digest covers its first Files files only.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Program roles of ProgramFile.Role.
@@ -95,6 +109,16 @@ const (
 	RoleProgram     = "program"
 	RoleInterpreter = "interpreter"
 	RoleScript      = "script"
+	// RolePackage is a directory tree (Path ends in "/") or a module file
+	// that the server's runtime loads code from: the package its script
+	// belongs to, a virtual environment, the module python -m runs. Its
+	// Digest is over the whole tree: every path, file content, executable
+	// bit and symbolic link target.
+	RolePackage = "package"
+	// RolePackageFile is one regular file of a small RolePackage tree,
+	// listed after it with its DigestFile, so that a change names the
+	// file. Path is the file's, as RolePackage paths are written.
+	RolePackageFile = "package-file"
 )
 
 // NewLockEntry returns the lock entry of a definition: its digest and its
@@ -208,9 +232,15 @@ func (l *Lock) check() error {
 		for i, p := range s.Program {
 			w := fmt.Sprintf("%s.program[%d]", where, i)
 			switch p.Role {
-			case RoleProgram, RoleInterpreter, RoleScript:
+			case RoleProgram, RoleInterpreter, RoleScript, RolePackage, RolePackageFile:
 			default:
-				return fmt.Errorf("%s: role %s, want %q, %q or %q", w, jsontree.QuoteName(p.Role), RoleProgram, RoleInterpreter, RoleScript)
+				return fmt.Errorf("%s: role %s, want %q, %q, %q, %q or %q", w, jsontree.QuoteName(p.Role), RoleProgram, RoleInterpreter, RoleScript, RolePackage, RolePackageFile)
+			}
+			if p.Role != RolePackage && (p.Files != 0 || p.Truncated) {
+				return fmt.Errorf("%s: files and truncated are for role %q only", w, RolePackage)
+			}
+			if p.Files < 0 {
+				return fmt.Errorf("%s: files is negative", w)
 			}
 			if p.Path == "" {
 				return fmt.Errorf("%s: empty path", w)

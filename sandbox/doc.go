@@ -77,8 +77,11 @@
 // /bin and /sbin that are directories; the ones that are links on the host
 // are the same links), the worktree, its TMPDIR, the Read and Write paths,
 // the directories of its program and interpreters, the five device files it
-// may open, a fresh /proc that shows only the sandbox's processes, and a
-// private /dev/shm. The home directory is an empty directory. Nothing else
+// may open, a fresh /proc that shows only the sandbox's processes (with
+// keys, key-users, kcore, sysrq-trigger, timer_list, timer_stats,
+// sched_debug, latency_stats, scsi, acpi and asound, where the kernel has
+// them, covered by an empty read-only file or directory: procMasked), and
+// a private /dev/shm. The home directory is an empty directory. Nothing else
 // exists for it: stat(2) finds nothing, connect(2) to a listening unix
 // socket elsewhere (an SSH agent, a Docker daemon, a service's socket in
 // /var/lib) fails with ENOENT, and /proc/self/mountinfo lists only these
@@ -117,8 +120,10 @@
 // without following links. Each server needs a home of its own: one that
 // is, contains or lies beneath a path another server may write is the
 // caller's mistake this package cannot see, except for the worktree and
-// Write paths, which it refuses. In the reduced tier, which has no mount
-// namespace, the private home is granted at its own path and HOME names it.
+// Write paths, which it refuses. With TempHome the home is a tmpfs of
+// Limits.Tmp instead, which never reaches the host's disk. In the reduced
+// tier, which has no mount namespace, the private home is granted at its
+// own path and HOME names it.
 //
 // Network namespace and seccomp. With Network false the server gets a new
 // network namespace with only a loopback that is down, and a seccomp filter
@@ -139,8 +144,19 @@
 // CLONE_NEWUSER; clone3, whose flags a filter cannot read, fails with
 // ENOSYS and C libraries fall back to clone): inside one, a process holds
 // every capability again, and with it kernel code (nf_tables) that is
-// otherwise root's alone. Filters exist for amd64 and arm64; elsewhere
-// Start refuses to confine.
+// otherwise root's alone. Nor can a server loosen permissions for other
+// users: chmod, fchmod and fchmodat(2) with world write (S_IWOTH) fail with
+// EPERM, a umask(2) that would clear S_IWOTH has no effect (the helper
+// answers it with the umask as it is; it starts the server with the
+// host's umask plus S_IWOTH, so nothing is created world-writable) and
+// setting or removing extended attributes, POSIX ACLs among them, fails
+// with EOPNOTSUPP. In the reduced tier the filter also
+// refuses the priority calls that name a process group or user
+// (setpriority and getpriority with PRIO_PGRP or PRIO_USER, ioprio_set and
+// ioprio_get with IOPRIO_WHO_PGRP or IOPRIO_WHO_USER) and those that change
+// another process (prlimit64, setpriority, sched_set*), with EPERM, and
+// inotify and fanotify, with ENOSYS. Filters exist for amd64 and arm64;
+// elsewhere Start refuses to confine.
 //
 // Landlock. The server may read and execute /usr, /bin, /sbin, /lib*,
 // /etc, /opt, /proc and /sys, the worktree, the Read paths, and the
@@ -177,8 +193,9 @@
 // A file system without idmapped mounts makes Start fail (ErrUnsupported):
 // run such a host as an ordinary user.
 //
-// Limits. Each server is bounded in processes and threads, memory and
-// temporary space (Limits; on by default: 512, 2 GiB, 1 GiB). A root host
+// Limits. Each server is bounded in processes and threads, memory,
+// temporary space and the size of each file it writes (Limits; on by
+// default: 512, 2 GiB, 1 GiB, 1 GiB). A root host
 // makes each server a cgroup of its own (v2, or v1's pids and memory
 // controllers) that the helper joins before it starts the server; the
 // kernel's OOM killer ends what goes past the memory limit, and ExitStatus
@@ -187,7 +204,10 @@
 // start beside them (a cgroup's name says which host process made it).
 // Elsewhere RLIMIT_NPROC, which in the server's own user namespace
 // counts only its processes, and RLIMIT_DATA, per process, stand in. TMPDIR
-// and /dev/shm are each a tmpfs of the Tmp size (ENOSPC past it).
+// and /dev/shm are each a tmpfs of the Tmp size (ENOSPC past it). In both
+// tiers RLIMIT_FSIZE bounds each file the server writes, anywhere: past it
+// a write fails with EFBIG or, where the process does not ignore SIGXFSZ,
+// ends it, and ExitStatus then names the limit (max_file_size).
 // Process.Limits says which applies.
 //
 // # As an ordinary user
@@ -227,13 +247,14 @@
 // # What is not covered
 //
 //   - A path that does not exist cannot be protected: a server can create
-//     it (a planted config is answered by the CLI's review of server tables
-//     instead). So a worktree with no .git anywhere above it can be given
-//     one by a server, which git run there would then use; a program that
-//     does not exist yet, or a file a server creates in a writable PATH
-//     directory ahead of the real program, is not covered; nor is what a
-//     script loads besides itself (node_modules, imports), nor GIT_DIR set
-//     in the person's environment.
+//     it (a planted config is answered by package mcphost's review of
+//     server tables instead). So a worktree with no .git of its own (none
+//     anywhere above it, or a directory of a repository) can be given one
+//     by a server, which git run there would then use; a program that does
+//     not exist yet, or a file a server creates in a writable PATH
+//     directory ahead of the real program, is not covered; what a script
+//     loads is covered as far as ProgramClosure can tell (its Uncovered
+//     says what it cannot); nor is GIT_DIR set in the person's environment.
 //   - A protected file stays protected while the host leaves it in place.
 //     When something outside the sandbox replaces it (renames a new file
 //     over it, as editors and atomic writers do), the kernel detaches the
@@ -259,7 +280,13 @@
 //     whole, and only its private data (RLIMIT_DATA): shared memory (a
 //     memfd, MAP_SHARED, its two tmpfs mounts) is not bounded at all, and a root host's servers then have no process bound (they
 //     share ServerID, whose RLIMIT_NPROC would count them together). CPU
-//     time and disk space in the worktree and Write paths are not bounded.
+//     time is not bounded, nor the disk space the worktree, the Write
+//     paths and a Home (not TempHome) take together: only each file's size
+//     is (Limits.FileSize).
+//   - Group write is not refused (chmod 0664 works): on systems that give
+//     each user a group of their own it reaches nobody else, and copies
+//     that keep a file's mode need it there. Where the person's files
+//     belong to a group others share, a server can give that group write.
 //   - When an RLIMIT_NPROC stands in and the server has reached it, the
 //     helper itself may fail to start a thread it needs and end the
 //     server: the server is stopped rather than merely refused.

@@ -283,10 +283,15 @@ func (h *helper) confineAndSupervise(s *spec, abi int, userNS bool, lifeline *os
 		h.fail(failedStep("opening the paths of the Landlock rules", err))
 		return exitNoConfin
 	}
-	pid, err := startConfined(s, rules, abi)
+	pid, listener, err := startConfined(s, rules, abi)
 	if err != nil {
 		h.fail(err)
 		return exitCodeOf(err)
+	}
+	if s.Probe {
+		unix.Close(listener)
+	} else {
+		go serveUmask(listener)
 	}
 	conf := confinement(abi, s, userNS)
 	if s.Probe {
@@ -318,22 +323,22 @@ func confinementABI(s *spec) (int, error) {
 // So one locked thread confines itself and starts the server, which
 // inherits all of it; the rest of the helper stays as it was and
 // supervises. It closes rules.
-func startConfined(s *spec, rules []llRule, abi int) (int, error) {
+func startConfined(s *spec, rules []llRule, abi int) (pid, listener int, err error) {
 	type result struct {
-		pid int
-		err error
+		pid, listener int
+		err           error
 	}
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
 		// Never unlocked: when this goroutine returns, the runtime ends
 		// the confined thread instead of running other goroutines on it.
-		pid, err := confineAndStart(s, rules, abi)
-		done <- result{pid, err}
+		pid, listener, err := confineAndStart(s, rules, abi)
+		done <- result{pid, listener, err}
 	}()
 	res := <-done
 	closeRules(rules)
-	return res.pid, res.err
+	return res.pid, res.listener, res.err
 }
 
 // exitCodeOf is the helper's exit code for a failure to confine or start.
@@ -346,44 +351,53 @@ func exitCodeOf(err error) int {
 }
 
 // confineAndStart confines the calling thread, which must be locked, and
-// starts the server from it (for a probe, it stops before that).
-func confineAndStart(s *spec, rules []llRule, abi int) (int, error) {
+// starts the server from it (for a probe, it stops before that). It
+// returns the server's pid and the seccomp filter's listener, which the
+// helper must serve (serveUmask) for as long as the server runs.
+func confineAndStart(s *spec, rules []llRule, abi int) (pid, listener int, err error) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return 0, unsupportedStep("prctl(PR_SET_NO_NEW_PRIVS)", err)
+		return 0, -1, unsupportedStep("prctl(PR_SET_NO_NEW_PRIVS)", err)
 	}
 	if err := dropCapabilities(s.RunAs); err != nil {
-		return 0, unsupportedStep("dropping capabilities", err)
+		return 0, -1, unsupportedStep("dropping capabilities", err)
 	}
 	rs, err := newRuleset(abi, s.access())
 	if err != nil {
-		return 0, unsupportedStep("landlock", err)
+		return 0, -1, unsupportedStep("landlock", err)
 	}
 	defer rs.close()
 	if s.access() == netProxy {
 		if err := rs.allowConnect(s.Proxy); err != nil {
-			return 0, unsupportedStep("landlock", err)
+			return 0, -1, unsupportedStep("landlock", err)
 		}
 	}
 	for _, r := range rules {
 		if err := rs.add(r); err != nil {
-			return 0, unsupportedStep("landlock", err)
+			return 0, -1, unsupportedStep("landlock", err)
 		}
 	}
 	if err := rs.restrictSelf(); err != nil {
-		return 0, unsupportedStep("landlock", err)
+		return 0, -1, unsupportedStep("landlock", err)
 	}
+	// No file the server creates is world-writable: this sets a umask
+	// without S_IWOTH, and the filter keeps a umask(2) from clearing it
+	// (see umaskRule). The rest of the host's umask stays. The umask is
+	// the process's, the helper's too, which creates no file from here on.
+	unix.Umask(unix.Umask(0) | umaskRule)
 	// The reduced tier has no mount namespace to keep unix sockets out of
 	// reach; below ABI 9 Landlock does not either.
-	if err := installSeccomp(filterOptions{
+	listener, err = installSeccomp(filterOptions{
 		net:            s.access(),
 		pathUnix:       !s.Reduced || abi >= 9,
 		ownProcessOnly: s.Reduced,
+		noFSNotify:     s.Reduced,
 		ownNetNS:       !s.Reduced,
-	}); err != nil {
-		return 0, unsupportedStep("seccomp", err)
+	})
+	if err != nil {
+		return 0, -1, unsupportedStep("seccomp", err)
 	}
 	if s.Probe {
-		return 0, nil
+		return 0, listener, nil
 	}
 	// Limits are a process's, not a thread's: set here, just before the
 	// server is forked, they bind the helper too, which forks nothing else.
@@ -391,16 +405,25 @@ func confineAndStart(s *spec, rules []llRule, abi int) (int, error) {
 		resource int
 		name     string
 		value    int64
-	}{{unix.RLIMIT_NPROC, "RLIMIT_NPROC", int64(s.NProc)}, {unix.RLIMIT_DATA, "RLIMIT_DATA", s.Data}} {
+	}{
+		{unix.RLIMIT_NPROC, "RLIMIT_NPROC", int64(s.NProc)}, {unix.RLIMIT_DATA, "RLIMIT_DATA", s.Data},
+		{unix.RLIMIT_FSIZE, "RLIMIT_FSIZE", s.FileSize},
+	} {
 		if l.value <= 0 {
 			continue
 		}
 		lim := unix.Rlimit{Cur: uint64(l.value), Max: uint64(l.value)}
 		if err := unix.Prlimit(0, l.resource, &lim, nil); err != nil {
-			return 0, unsupportedStep("setting "+l.name, err)
+			unix.Close(listener)
+			return 0, -1, unsupportedStep("setting "+l.name, err)
 		}
 	}
-	return startServer(s)
+	pid, err = startServer(s)
+	if err != nil {
+		unix.Close(listener)
+		return 0, -1, err
+	}
+	return pid, listener, nil
 }
 
 // startServer forks and execs the server from the calling thread, with the

@@ -68,6 +68,9 @@ func applyMounts(plan mountPlan, idmapped map[string]int) error {
 		}
 	}
 
+	if err := maskProc(); err != nil {
+		return unsupportedStep("masking /proc", err)
+	}
 	for _, w := range plan.Writable {
 		if err := withPath(w, bindOnto); err != nil {
 			return failedStep("binding writable "+w, err)
@@ -96,6 +99,86 @@ func applyMounts(plan mountPlan, idmapped map[string]int) error {
 // helper's PID namespace, on the place open as fd.
 func mountProc(fd int) error {
 	return unix.Mount("proc", fdPath(fd), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+}
+
+// procMasked are the entries of the server's /proc that it sees empty
+// and read-only, where the kernel has them: what a fresh procfs still
+// shows of the machine beyond the server's own processes. keys and
+// key-users name the kernel keys of the user (and of the session keyring
+// the server inherits) and count every user's; the rest are the entries
+// container runtimes mask: the machine's memory (kcore), a trigger of
+// kernel actions (sysrq-trigger, root's alone but masked all the same),
+// kernel timers, scheduler and latency internals (which leak other
+// processes' activity) and the hardware lists of scsi, acpi and asound.
+var procMasked = []string{
+	"keys", "key-users", "kcore", "sysrq-trigger", "timer_list", "timer_stats",
+	"sched_debug", "latency_stats", "scsi", "acpi", "asound",
+}
+
+// maskProc covers each entry of procMasked in /proc that exists: a file
+// with an empty read-only file, a directory with an empty read-only
+// directory, both from a tiny tmpfs that is never mounted anywhere else.
+// The server can neither read what they cover nor unmount them (it has no
+// capability).
+func maskProc() error {
+	ctx, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("fsopen(tmpfs): %w", err)
+	}
+	defer unix.Close(ctx)
+	// Three inodes: the root, the empty directory and the empty file. The
+	// root is writable by its owner, the helper, which in a user namespace
+	// has no CAP_DAC_OVERRIDE; the mount is read-only before it is used.
+	for _, kv := range [][2]string{{"mode", "0755"}, {"size", "4096"}, {"nr_inodes", "3"}} {
+		if err := unix.FsconfigSetString(ctx, kv[0], kv[1]); err != nil {
+			return fmt.Errorf("fsconfig(%s): %w", kv[0], err)
+		}
+	}
+	if err := unix.FsconfigCreate(ctx); err != nil {
+		return fmt.Errorf("fsconfig(create): %w", err)
+	}
+	mnt, err := unix.Fsmount(ctx, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return fmt.Errorf("fsmount: %w", err)
+	}
+	defer unix.Close(mnt)
+	if err := unix.Mkdirat(mnt, "dir", 0o555); err != nil {
+		return fmt.Errorf("making the empty directory: %w", err)
+	}
+	f, err := unix.Openat(mnt, "file", unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o444)
+	if err != nil {
+		return fmt.Errorf("making the empty file: %w", err)
+	}
+	unix.Close(f)
+	// Read-only before it is cloned: every clone is read-only too.
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(mnt, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		return fmt.Errorf("mount_setattr(read-only): %w", err)
+	}
+	for _, name := range procMasked {
+		p := "/proc/" + name
+		var st unix.Stat_t
+		if err := unix.Fstatat(unix.AT_FDCWD, p, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err == unix.ENOENT {
+				continue
+			}
+			return fmt.Errorf("stat %s: %w", p, err)
+		}
+		src := "file"
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			src = "dir"
+		}
+		t, err := unix.OpenTree(mnt, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if err != nil {
+			return fmt.Errorf("open_tree: %w", err)
+		}
+		err = unix.MoveMount(t, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		unix.Close(t)
+		if err != nil {
+			return fmt.Errorf("covering %s: move_mount: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // mountShm mounts a private tmpfs for POSIX shared memory on the place open
@@ -132,7 +215,8 @@ func enterNewRoot(plan mountPlan, idmapped map[string]int) error {
 	type source struct {
 		path     string
 		fd       int
-		idmapped bool // fd is a detached tree to attach as it is
+		idmapped bool  // fd is a detached tree to attach as it is
+		tmpfs    int64 // > 0: no fd; a tmpfs of this size (the home)
 	}
 	var sources []source
 	defer func() {
@@ -151,7 +235,7 @@ func enterNewRoot(plan mountPlan, idmapped map[string]int) error {
 			}
 			return failedStep("opening "+p, err)
 		}
-		sources = append(sources, source{p, fd, false})
+		sources = append(sources, source{p, fd, false, 0})
 	}
 	// The idmapped trees, after the plain binds (outer paths first): one
 	// may lie within a bound system directory.
@@ -168,14 +252,16 @@ func enterNewRoot(plan mountPlan, idmapped map[string]int) error {
 		if err != nil {
 			return failedStep("binding "+p, err)
 		}
-		sources = append(sources, source{p, fd, true})
+		sources = append(sources, source{p, fd, true, 0})
 	}
-	if plan.Home != "" {
+	if plan.Home != "" && plan.HomeSize > 0 {
+		sources = append(sources, source{path: plan.Home, fd: -1, tmpfs: plan.HomeSize})
+	} else if plan.Home != "" {
 		s, err := homeSource(plan, idmapped)
 		if err != nil {
 			return failedStep("binding the home directory "+plan.Home, err)
 		}
-		sources = append(sources, source{plan.Home, s.fd, s.idmapped})
+		sources = append(sources, source{plan.Home, s.fd, s.idmapped, 0})
 	}
 	// Outer paths first: a bind goes on top of those it lies in (the
 	// private home holds the worktree when HOME does on the host).
@@ -193,6 +279,19 @@ func enterNewRoot(plan mountPlan, idmapped map[string]int) error {
 	defer unix.Close(root)
 
 	for _, s := range sources {
+		if s.tmpfs > 0 {
+			// Its mount points are made in it below, by the helper,
+			// which owns it or is root.
+			mp, err := makeMountPoint(root, s.path, true)
+			if err == nil {
+				err = unix.Mount("tmpfs", fdPath(mp), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOptions("0700", s.tmpfs, plan.TmpOwner))
+				unix.Close(mp)
+			}
+			if err != nil {
+				return unsupportedStep("mounting the home directory "+s.path, err)
+			}
+			continue
+		}
 		var st unix.Stat_t
 		if err := unix.Fstat(s.fd, &st); err != nil {
 			return failedStep("fstat "+s.path, err)

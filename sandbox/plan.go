@@ -41,6 +41,9 @@ type mountPlan struct {
 	// beneath it are made read-only unless they lie in Writable: a read
 	// grant such as ~/.gitconfig stays read-only in a writable home.
 	Home, HomeSource string
+	// HomeSize, when positive, makes Home a tmpfs of at most this many
+	// bytes, owned by TmpOwner, instead of HomeSource bound there.
+	HomeSize int64
 	// Writable are the writable roots, each bound onto itself so that it
 	// stays writable when every other mount is made read-only.
 	Writable []string
@@ -89,7 +92,10 @@ func planMounts(s *spec) (mountPlan, error) {
 			if underAny(s.Home, p.Binds) || underAny(s.Home, []string{"/proc", "/dev"}) {
 				return mountPlan{}, fmt.Errorf("home %s lies in a granted or system path", s.Home)
 			}
-			p.Home, p.HomeSource = s.Home, s.HomeSource
+			p.Home, p.HomeSource, p.HomeSize = s.Home, s.HomeSource, s.HomeSize
+			if s.HomeSize > 0 {
+				p.TmpOwner = s.RunAs
+			}
 		}
 		for _, h := range outermost(s.Hide) {
 			if h == "/" {

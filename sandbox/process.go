@@ -7,8 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcphost/mcphost/internal/bytesize"
 )
 
 // ErrUnsupported is wrapped by the error of Start and Probe when this
@@ -100,8 +103,11 @@ type Config struct {
 	// contain the host's home directory; each server needs its own.
 	Home string
 	// TempHome gives the server, as Home does, a fresh empty home
-	// directory that Close removes (named mcphost-NAME-home-*, in the
-	// host's temporary directory). It excludes Home.
+	// directory that Close removes: a tmpfs of at most Limits.Tmp bytes,
+	// which never reaches the host's disk (in the reduced tier, which
+	// mounts nothing, a directory named mcphost-NAME-home-* in the host's
+	// temporary directory, bounded only per file by Limits.FileSize). It
+	// excludes Home.
 	TempHome bool
 	// Proxy, when not nil and Network is false, gives the server the
 	// network through Proxy alone: the server keeps its empty network
@@ -160,9 +166,10 @@ type Process struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	limits  string   // how Limits are enforced, for Limits()
-	reduced bool     // confined in the reduced tier: no namespaces
-	lacks   []string // what the reduced tier lacks, for Lacks()
+	limits   string   // how Limits are enforced, for Limits()
+	fileSize int64    // the server's RLIMIT_FSIZE, for ExitStatus; 0 if none
+	reduced  bool     // confined in the reduced tier: no namespaces
+	lacks    []string // what the reduced tier lacks, for Lacks()
 	// removeCgroup removes the server's cgroup once it is empty, and
 	// limitHits says which of its limits the kernel enforced on the
 	// server (cgroup.hits); both nil without a cgroup.
@@ -208,8 +215,9 @@ func (p *Process) TempDir() string { return p.tempDir }
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // ExitStatus describes how the server ended, in the words of
-// os.ProcessState ("exit status 3", "signal: killed"). It is "" until Done
-// is closed.
+// os.ProcessState ("exit status 3", "signal: killed"), followed, in
+// parentheses, by the limits that ended it or refused it something, with
+// their config keys (see Limits). It is "" until Done is closed.
 func (p *Process) ExitStatus() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -400,13 +408,36 @@ func (p *Process) finish(status string) {
 		if p.reported != "" {
 			status = p.reported
 		}
+		var hits []string
 		if p.limitHits != nil {
-			if hits := p.limitHits(); hits != "" {
-				status += " (" + hits + ")"
+			if h := p.limitHits(); h != "" {
+				hits = append(hits, h)
 			}
+		}
+		if h := fileSizeHit(status, p.fileSize); h != "" {
+			hits = append(hits, h)
+		}
+		if len(hits) > 0 {
+			status += " (" + strings.Join(hits, "; ") + ")"
 		}
 		p.exitStatus = status
 		p.mu.Unlock()
 		close(p.done)
 	})
+}
+
+// xfszStatus starts the status of a process ended by SIGXFSZ, in the words
+// of os.ProcessState ("signal: file size limit exceeded", and maybe
+// " (core dumped)").
+const xfszStatus = "signal: file size limit exceeded"
+
+// fileSizeHit is the note ExitStatus adds when the server was ended by
+// SIGXFSZ under a file size limit of limit bytes (status is how it ended):
+// the kernel sends that signal to a process whose write would take a file
+// past its RLIMIT_FSIZE.
+func fileSizeHit(status string, limit int64) string {
+	if limit <= 0 || !strings.HasPrefix(status, xfszStatus) {
+		return ""
+	}
+	return fmt.Sprintf("a file it wrote reached the server's file size limit, %s: max_file_size", bytesize.Format(limit))
 }

@@ -182,7 +182,9 @@ func programFiles(argv []string, exe, pathEnv, worktree string, untrusted []stri
 // interpreter (node, nodejs, deno, bun, python*, ruby, perl) is given as its
 // first argument that is not an option. It is what a host protects, in
 // every other server's Config.Protect, so that no server can replace
-// another's program. It reads the files' first bytes and touches nothing.
+// another's program; ProgramClosure adds the directories the program's
+// runtime loads code from, which a host protects the same way. It reads
+// the files' first bytes and touches nothing.
 //
 // A program that cannot be found gives an error wrapping the reason (such
 // as fs.ErrNotExist); an invalid cfg one wrapping ErrInvalidConfig.

@@ -119,7 +119,7 @@ func reduceHome(sp *spec) {
 	}
 	sp.Write = outermost(append(sp.Write, sp.HomeSource))
 	sp.Env = setEnv(sp.Env, "HOME", sp.HomeSource)
-	sp.Home, sp.HomeSource = "", ""
+	sp.Home, sp.HomeSource, sp.HomeSize = "", "", 0
 }
 
 // splitWritable returns the paths to grant writable and the extra ones to
@@ -185,10 +185,13 @@ func reducedLacks(abi int, network bool) []string {
 	l := []string{
 		"no PID namespace: the server sees the host's processes and their command lines in /proc (not their memory or environment)",
 		"no mount namespace: paths outside its grants can be seen with stat (not read or written)",
-		"it can change the mode, times and extended attributes of your files, protected ones (.git) included (Landlock does not mediate them)",
+		"it can change the mode and times of your files, protected ones (.git) included (Landlock does not mediate them), though never to world-writable (the filter refuses that, and extended attributes, in both tiers)",
+		"no masked /proc: /proc/keys shows the names (not the contents: the keyring calls are refused) of your kernel keys, and /proc/timer_list and the like what the host's /proc shows anyone",
+		"no file watching: inotify and fanotify are refused (ENOSYS), since without a mount namespace a watch on any directory you can read would show the names of the files made in it",
+		"no IPC namespace: System V IPC objects and POSIX message queues of yours are within reach",
 		"no private /dev/shm (it is not granted)",
 		"its private home is at its own path (HOME names it), not at your home's: a dotfile granted with read stays at its own path",
-		"limits: private memory per process only (shared memory is not bounded); processes and TMPDIR not bounded",
+		"limits: private memory per process only (shared memory is not bounded), and each file's size; processes and TMPDIR not bounded",
 		"around a protected path (.git, the config) it cannot create, remove or rename entries directly in the directories above it",
 	}
 	if abi < 9 {

@@ -1298,10 +1298,18 @@ func TestNonRoot(t *testing.T) {
 		{"op":"write","args":[%q]},
 		{"op":"exec","args":[%q,"alloc","400"]},
 		{"op":"exec","args":[%q,"alloc","16"]},
-		{"op":"status"}]`, filepath.Join(wt, "x"), secret, tcp, filepath.Join(home, "h"), hostilePath(), hostilePath())
+		{"op":"status"},
+		{"op":"read","args":["/proc/keys"]},
+		{"op":"chmod-mode","args":[%q,"777"]},
+		{"op":"fill","args":[%q,"3"]},
+		{"op":"inotify","args":[%q]}]`, filepath.Join(wt, "x"), secret, tcp, filepath.Join(home, "h"), hostilePath(), hostilePath(),
+		wt, filepath.Join(wt, "big"), wt)
 	// Memory is bounded by RLIMIT_DATA here (no cgroup for an ordinary
 	// user): a child past it fails to allocate, one within it runs.
-	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-home", home, "-private-home", privateHome, "-memory", "96", "-ops", ops)
+	// A key of the user's: unmasked, /proc/keys would name it.
+	keyDesc := fmt.Sprintf("mcphost-test-key-%d-%d", os.Getpid(), time.Now().UnixNano())
+	keyVisible := addKeyAs(t, nobody, keyDesc)
+	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-home", home, "-private-home", privateHome, "-memory", "96", "-file-size", "2", "-ops", ops)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
 	cmd.Dir = wt
@@ -1315,16 +1323,30 @@ func TestNonRoot(t *testing.T) {
 		t.Fatalf("host fixture as nobody: %v\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 12 || lines[11] != "ready" {
+	if len(lines) != 16 || lines[15] != "ready" {
 		t.Fatalf("host fixture output:\n%s\nstderr: %s", out, stderr.String())
 	}
 	if !strings.Contains(lines[0], "+userns+") {
 		t.Errorf("%s: want a user namespace", lines[0])
 	}
-	want := []bool{true, false, false, false, false, true, false, true, true}
+	// Then: /proc/keys masked (it reads empty), no world write
+	// (EPERM), no file past the file size limit (EFBIG), and file
+	// watching, which only the reduced tier refuses.
+	want := []bool{true, false, false, false, false, true, false, true, true, true, false, false, true}
 	for i, w := range want {
 		if ok := strings.HasPrefix(lines[i+2], `{"ok":true`); ok != w {
 			t.Errorf("request %d: %s, want ok=%v", i, lines[i+2], w)
+		}
+	}
+	if lines[11] != `{"ok":true}` {
+		t.Errorf("/proc/keys: %s, want it empty", lines[11])
+	}
+	if keyVisible && strings.Contains(lines[11], keyDesc) {
+		t.Errorf("/proc/keys names the user's key %s", keyDesc)
+	}
+	for i, errno := range map[int]string{12: "EPERM", 13: "EFBIG"} {
+		if !strings.HasSuffix(lines[i], `"errno":"`+errno+`"}`) {
+			t.Errorf("request %d: %s, want %s", i-2, lines[i], errno)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(privateHome, "h")); err != nil {
@@ -1333,7 +1355,9 @@ func TestNonRoot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "h")); err == nil {
 		t.Error("the server wrote the real home")
 	}
-	if !strings.Contains(lines[8], "exit status 2: fatal error: runtime: ") || !strings.Contains(lines[8], "memory") {
+	// Go's runtime words it by where the allocation failed: "runtime: out
+	// of memory", or "out of memory allocating heap arena metadata".
+	if !strings.Contains(lines[8], "exit status 2: fatal error: ") || !strings.Contains(lines[8], "out of memory") {
 		t.Errorf("the child past the memory limit: %s, want Go's allocation failure", lines[8])
 	}
 	status := lines[10]
@@ -1388,9 +1412,15 @@ func TestReducedTier(t *testing.T) {
 	if err := os.Chown(bus, nobody, nobody); err != nil {
 		t.Fatal(err)
 	}
+	// A directory of the user's outside every grant, 0700: watching it
+	// would show the names of the files made in it.
+	private := mk("mcphost-reduced-private-")
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
 
 	run := func(t *testing.T, full bool, ops string, extra ...string) ([]string, string, error) {
-		args := []string{"-hostile", hostilePath(), "-worktree", wt, "-home", home, "-no-userns", strconv.Itoa(nobody), "-protect", gitDir, "-private-home", privateHome, "-ops", ops}
+		args := []string{"-hostile", hostilePath(), "-worktree", wt, "-home", home, "-no-userns", strconv.Itoa(nobody), "-protect", gitDir, "-private-home", privateHome, "-file-size", "2", "-ops", ops}
 		args = append(args, extra...)
 		if full {
 			args = append(args, "-full")
@@ -1454,9 +1484,22 @@ func TestReducedTier(t *testing.T) {
 		{"op":"socket","args":["16","3","0"]},
 		{"op":"write","args":[%q]},
 		{"op":"status"},
+		{"op":"setpriority","args":["2","0","19"]},
+		{"op":"setpriority","args":["1","0","19"]},
+		{"op":"getpriority","args":["2","0"]},
+		{"op":"ioprio-set","args":["3","0","16391"]},
+		{"op":"ioprio-get","args":["2","0"]},
+		{"op":"setpriority","args":["0","0","1"]},
+		{"op":"inotify","args":[%q]},
+		{"op":"chmod-mode","args":[%q,"777"]},
+		{"op":"chmod-mode","args":[%q,"606"]},
+		{"op":"umask-create","args":[%q,%q]},
+		{"op":"fill","args":[%q,"3"]},
+		{"op":"acl-other-write","args":[%q]},
 		{"op":"signal-parent"}]`,
 		filepath.Join(wt, "src", "new"), secret, filepath.Join(home, "planted"), tcp, bus,
-		filepath.Join(gitDir, "config"), gitDir, filepath.Join(wt, "gone"), filepath.Join(wt, "src", "suid"), beat, beat, filepath.Join(privateHome, "h"))
+		filepath.Join(gitDir, "config"), gitDir, filepath.Join(wt, "gone"), filepath.Join(wt, "src", "suid"), beat, beat, filepath.Join(privateHome, "h"),
+		private, wt, secret, filepath.Join(wt, "src", "umask-file"), filepath.Join(wt, "src", "umask-dir"), filepath.Join(privateHome, "big"), filepath.Join(wt, "src", "main.go"))
 	lines, stderr, err := run(t, false, ops)
 	if err != nil {
 		t.Fatalf("host fixture: %v\n%s", err, stderr)
@@ -1491,13 +1534,24 @@ func TestReducedTier(t *testing.T) {
 	names := []string{"write its worktree", "read a secret in HOME", "write /etc", "write HOME", "reach a TCP listener",
 		"reach a unix socket outside its grants", "write the protected .git", "rename the protected .git", "read the helper's environment",
 		"take the helper's descriptors", "renice the helper", "leave a set-user-ID program", "create a user namespace", "leave a daemon", "see it run",
-		"open a NETLINK_ROUTE socket (the host's network namespace)", "write its private home", "status"}
-	want := []bool{true, false, false, false, false, false, false, false, false, false, false, false, false, true, true, false, true, true}
+		"open a NETLINK_ROUTE socket (the host's network namespace)", "write its private home", "status",
+		"renice every process of the user (PRIO_USER)", "renice its process group (PRIO_PGRP)", "read the user's priority (PRIO_USER)",
+		"set the I/O priority of the user's processes (IOPRIO_WHO_USER)", "read its process group's I/O priority (IOPRIO_WHO_PGRP)",
+		"renice itself", "watch a 0700 directory outside its grants (inotify)", "chmod 0777 the worktree",
+		"chmod o+w a file of the user's outside its grants", "create with the umask cleared", "write a file past the file size limit",
+		"give other users write through an ACL"}
+	want := []bool{true, false, false, false, false, false, false, false, false, false, false, false, false, true, true, false, true, true,
+		false, false, false, false, false, true, false, false, false, true, false, false}
 	// Each refusal from the layer that makes it: Landlock (EACCES), the
 	// seccomp filter (EPERM for the helper and the user namespace, where
 	// the host's max_user_namespaces=0 would say ENOSPC; EAFNOSUPPORT for
 	// sockets).
-	errnos := []string{"", "EACCES", "EACCES", "EACCES", "EAFNOSUPPORT", "EACCES", "EACCES", "EACCES", "EACCES", "EPERM", "EPERM", "EPERM", "EPERM", "", "", "EAFNOSUPPORT", "", ""}
+	// Then the filter again: EPERM for a priority call that names a
+	// group or user, ENOSYS for inotify (as a kernel without it), EPERM
+	// for world write, EOPNOTSUPP for extended attributes; and EFBIG from
+	// RLIMIT_FSIZE (Go ignores SIGXFSZ).
+	errnos := []string{"", "EACCES", "EACCES", "EACCES", "EAFNOSUPPORT", "EACCES", "EACCES", "EACCES", "EACCES", "EPERM", "EPERM", "EPERM", "EPERM", "", "", "EAFNOSUPPORT", "", "",
+		"EPERM", "EPERM", "EPERM", "EPERM", "EPERM", "", "ENOSYS", "EPERM", "EPERM", "", "EFBIG", "EOPNOTSUPP"}
 	if len(replies) != len(want)+1 {
 		t.Fatalf("replies %q\nstderr: %s", replies, stderr)
 	}
@@ -1526,6 +1580,13 @@ func TestReducedTier(t *testing.T) {
 	}
 	if tcpGot() != 0 {
 		t.Error("the TCP listener accepted a connection")
+	}
+	for _, p := range []string{wt, secret} {
+		if st, err := os.Stat(p); err != nil {
+			t.Error(err)
+		} else if st.Mode().Perm()&0o002 != 0 {
+			t.Errorf("%s is world-writable: %v", p, st.Mode())
+		}
 	}
 	if got, _ := os.ReadFile(filepath.Join(gitDir, "config")); string(got) != "[core]\n" {
 		t.Errorf(".git/config is now %q", got)
@@ -1666,7 +1727,8 @@ func TestLeakedDescriptors(t *testing.T) {
 // it writes lands in its own directory on the host; the real home stays out
 // of sight and unwritten; a dotfile granted with Read shows through
 // read-only; a worktree beneath HOME is still writable; a second server with
-// another home sees nothing of the first's. TempHome is removed by Close.
+// another home sees nothing of the first's. TempHome is a bounded tmpfs,
+// and its directory is removed by Close.
 func TestPrivateHome(t *testing.T) {
 	requireConfinement(t)
 	realHome := t.TempDir()
@@ -1725,12 +1787,21 @@ func TestPrivateHome(t *testing.T) {
 		{name: "write its own home", op: "write", args: []string{filepath.Join(realHome, "b")}, ok: true},
 	})
 
-	c := startHostile(t, Config{Name: "c", Worktree: t.TempDir(), HostEnv: env, TempHome: true})
-	c.must("write", filepath.Join(realHome, "c"))
+	// A temporary home is a tmpfs of the Tmp size: what the server writes
+	// there is bounded and never reaches the host's disk.
+	c := startHostile(t, Config{Name: "c", Worktree: t.TempDir(), HostEnv: env, TempHome: true, Limits: Limits{Tmp: 8 << 20}})
+	c.check(t, []op{
+		{name: "write its temporary home", op: "write", args: []string{filepath.Join(realHome, "c")}, ok: true},
+		{name: "read it back", op: "read", args: []string{filepath.Join(realHome, "c")}, ok: true},
+		{name: "fill its temporary home past its size", op: "fill", args: []string{filepath.Join(realHome, "big"), "16"}, errnos: []string{"ENOSPC"}},
+	})
 	// This server's own, not another test process's of the same name.
 	temp := c.p.tempHome
-	if _, err := os.Stat(filepath.Join(temp, "c")); temp == "" || err != nil {
-		t.Fatalf("the temporary home %q lacks the server's file: %v", temp, err)
+	if temp == "" {
+		t.Fatal("no temporary home directory")
+	}
+	if _, err := os.Stat(filepath.Join(temp, "c")); err == nil {
+		t.Errorf("the server's file in its temporary home reached the host's disk: %s", filepath.Join(temp, "c"))
 	}
 	if err := c.p.Close(time.Second); err != nil {
 		t.Fatal(err)

@@ -17,5 +17,8 @@ const (
 // counterpart on arm64 (which has only the *at forms): the system call and
 // the index of its mode argument.
 var legacyModeCalls = []modeCall{
-	{unix.SYS_CHMOD, 1}, {unix.SYS_CREAT, 1}, {unix.SYS_OPEN, 2}, {unix.SYS_MKNOD, 1},
+	{unix.SYS_CHMOD, 1, chmodBits}, {unix.SYS_CREAT, 1, setIDBits}, {unix.SYS_OPEN, 2, setIDBits}, {unix.SYS_MKNOD, 1, setIDBits},
 }
+
+// legacyNotifyCalls are amd64's file watching calls that arm64 lacks.
+var legacyNotifyCalls = []uint32{unix.SYS_INOTIFY_INIT}

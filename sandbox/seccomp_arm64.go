@@ -15,3 +15,6 @@ const (
 
 // legacyModeCalls is empty: arm64 has only the *at forms.
 var legacyModeCalls []modeCall
+
+// legacyNotifyCalls is empty: arm64 has only inotify_init1.
+var legacyNotifyCalls []uint32

@@ -75,6 +75,10 @@ type spec struct {
 	// Write path.
 	Home       string `json:"home,omitempty"`
 	HomeSource string `json:"home_source,omitempty"`
+	// HomeSize, when positive, makes the private home a tmpfs of at most
+	// this many bytes at Home instead of HomeSource bound there (a
+	// temporary home, Config.TempHome, in the full tier).
+	HomeSize int64 `json:"home_size,omitempty"`
 	// Idmap lists granted paths that the helper binds from the idmapped
 	// mount trees the host passes at descriptors helperIdmapFD and up, in
 	// this order, instead of from its own view of the host's tree.
@@ -87,6 +91,9 @@ type spec struct {
 	// the server starts with (where no cgroup enforces Limits).
 	NProc int   `json:"nproc,omitempty"`
 	Data  int64 `json:"data,omitempty"`
+	// FileSize, when positive, is the RLIMIT_FSIZE the server starts
+	// with, in both tiers: no file it writes grows past it.
+	FileSize int64 `json:"file_size,omitempty"`
 	// Tmp is the server's TMPDIR, one of Write, which the helper mounts
 	// as a tmpfs of TmpSize bytes instead of binding it; /dev/shm gets
 	// the same size.
@@ -184,7 +191,7 @@ func (s *spec) check() error {
 			}
 		}
 	}
-	if s.NProc < 0 || s.Data < 0 || s.TmpSize < 0 {
+	if s.NProc < 0 || s.Data < 0 || s.TmpSize < 0 || s.FileSize < 0 || s.HomeSize < 0 {
 		return errors.New("negative limit")
 	}
 	if s.Tmp != "" && !isCanonical(s.Tmp) {

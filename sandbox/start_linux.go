@@ -101,6 +101,12 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	var cg *cgroup
 	limits := ""
 	if !cfg.Off {
+		if tempHome != "" && sp.Home != "" {
+			// A temporary home holds nothing to keep: a tmpfs of the Tmp
+			// size bounds what the server adds to it (the reduced tier,
+			// with no mount namespace, uses the directory itself).
+			sp.HomeSize = cfg.Limits.withDefaults().Tmp
+		}
 		if dropsRoot() {
 			if err := runUnprivileged(sp); err != nil {
 				cleanup()
@@ -156,7 +162,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		}
 		p.reduced = true
 		p.lacks = reducedLacks(abi, sp.Network)
-		p.limits = fmt.Sprintf("rlimits: %s data/process; no process or tmp bound", bytesize.Format(sp.Data))
+		p.limits = fmt.Sprintf("rlimits: %s data/process, %s/file; no process or tmp bound", bytesize.Format(sp.Data), bytesize.Format(sp.FileSize))
 	}
 	if cg != nil {
 		// finish reads limitHits under p.mu, from a goroutine launch
@@ -278,21 +284,23 @@ func reduceOrRefuse(cfg *Config, sp *spec, why string) error {
 // cgroup, if any, and the words Process.Limits gives.
 func applyLimits(sp *spec, name string, l Limits) (*cgroup, string) {
 	sp.TmpSize = l.Tmp
+	sp.FileSize = l.FileSize
+	file := ", " + bytesize.Format(l.FileSize) + "/file"
 	if dropsRoot() {
 		cg, err := newCgroup(name, l)
 		if err == nil {
 			sp.Cgroups = cg.dirs
-			return cg, fmt.Sprintf("cgroup v%d: %d processes, %s memory, %s tmp", cg.version, l.Processes, bytesize.Format(l.Memory), bytesize.Format(l.Tmp))
+			return cg, fmt.Sprintf("cgroup v%d: %d processes, %s memory, %s tmp%s", cg.version, l.Processes, bytesize.Format(l.Memory), bytesize.Format(l.Tmp), file)
 		}
 		// Without a cgroup, a root host's servers all run as ServerID in
 		// the initial user namespace, where RLIMIT_NPROC would count them
 		// together: only the per-process memory bound applies.
 		sp.Data = l.Memory
-		return nil, fmt.Sprintf("rlimits: %s data/process, %s tmp; no process bound (no cgroup: %v)", bytesize.Format(l.Memory), bytesize.Format(l.Tmp), err)
+		return nil, fmt.Sprintf("rlimits: %s data/process, %s tmp%s; no process bound (no cgroup: %v)", bytesize.Format(l.Memory), bytesize.Format(l.Tmp), file, err)
 	}
 	sp.NProc = l.Processes
 	sp.Data = l.Memory
-	return nil, fmt.Sprintf("rlimits: %d processes, %s data/process, %s tmp", l.Processes, bytesize.Format(l.Memory), bytesize.Format(l.Tmp))
+	return nil, fmt.Sprintf("rlimits: %d processes, %s data/process, %s tmp%s", l.Processes, bytesize.Format(l.Memory), bytesize.Format(l.Tmp), file)
 }
 
 // runUnprivileged makes the server of sp run as ServerID, with every
@@ -303,7 +311,7 @@ func runUnprivileged(sp *spec) error {
 	sys := canonicalExisting(systemReadPaths())
 	var paths []string
 	granted := append(append([]string(nil), sp.Write...), sp.Read...)
-	if sp.HomeSource != "" {
+	if sp.HomeSource != "" && sp.HomeSize == 0 {
 		granted = append(granted, sp.HomeSource)
 	}
 	for _, p := range granted {
@@ -866,6 +874,7 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	p := &Process{
 		name:       name,
 		off:        sp.Off,
+		fileSize:   sp.FileSize,
 		stdin:      stdinW,
 		stdout:     stdoutR,
 		lifeline:   specW,

@@ -513,7 +513,7 @@ func TestSeccompProgram(t *testing.T) {
 	}
 	for _, network := range []netAccess{netNone, netProxy, netHost} {
 		for _, reduced := range []bool{false, true} {
-			prog := seccompProgram(filterOptions{net: network, pathUnix: !reduced, ownProcessOnly: reduced, ownNetNS: !reduced})
+			prog := seccompProgram(filterOptions{net: network, pathUnix: !reduced, ownProcessOnly: reduced, ownNetNS: !reduced, noFSNotify: reduced})
 			if len(prog) == 0 || len(prog) > 4096 {
 				t.Fatalf("network=%v: %d instructions", network, len(prog))
 			}

@@ -142,7 +142,7 @@ func TestLockTeam(t *testing.T) {
 
 	// A second person, empty state: the uncommitted lock is not theirs.
 	b := &cliEnv{t: t, worktree: e.worktree, state: t.TempDir(), config: e.config}
-	b.checkFails(lock, "not trusted", "neither the version committed in the worktree's repository", "mcphost approve -lock "+lock)
+	b.checkFails(lock, "not trusted", "neither the version committed in the worktree's repository", "-state "+b.state+" -lock "+lock+" (then commit it)")
 	if got := b.pins(lock)["mcp__notes__list_notes"]; got != "unpinned approval" {
 		t.Errorf("an uncommitted lock that is not theirs: list_notes is %q, want unpinned approval", got)
 	}

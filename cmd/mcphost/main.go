@@ -2,7 +2,7 @@
 // and records their review of it.
 //
 //	mcphost list    [-config F] [-worktree D] [-state D] [-lock F] [-json]
-//	mcphost approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER|instructions:SERVER|prompt:SERVER/NAME...
+//	mcphost approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] SERVER|TOOL|table:SERVER|program:SERVER|instructions:SERVER|prompt:SERVER/NAME...
 //	mcphost call    [-config F] [-worktree D] [-state D] [-lock F] TOOL [JSON-ARGS]
 //	mcphost check   [-config F] [-worktree D] [-state D] [-lock F]
 //	mcphost version
@@ -67,10 +67,11 @@ const usage = `mcphost shows what a coding agent's MCP servers offer, and record
 
 Usage:
   mcphost list    [-config F] [-worktree D] [-state D] [-lock F] [-json]
-  mcphost approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] TOOL|SERVER|instructions:SERVER|prompt:SERVER/NAME...
+  mcphost approve [-config F] [-worktree D] [-state D] [-lock F] [-yes] SERVER|TOOL|table:SERVER|program:SERVER|instructions:SERVER|prompt:SERVER/NAME...
   mcphost approve -lock F [-yes]        (accept the lock as it is)
   mcphost call    [-config F] [-worktree D] [-state D] [-lock F] TOOL [JSON-ARGS]
   mcphost check   [-config F] [-worktree D] [-state D] [-lock F]
+  mcphost import  FILE|-                (print another client's server config as [mcp.<name>] tables)
   mcphost version
 
 Run 'mcphost VERB -h' for a verb's flags and examples.
@@ -93,6 +94,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return c.call(ctx, rest)
 	case "check":
 		return c.check(ctx, rest)
+	case "import":
+		return c.importConfig(ctx, rest)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "mcphost", mcphost.Version)
 		return exitOK
@@ -185,13 +188,25 @@ func (c *cli) list(ctx context.Context, args []string) int {
 	defer s.Close()
 	held := heldTables(s)
 	if *asJSON {
+		tools := s.AllTools()
+		cc := contextCosts(tools)
 		out := struct {
 			Tools   []mcphost.Tool       `json:"tools"`
 			Prompts []mcphost.Prompt     `json:"prompts"`
 			Servers []mcphost.ServerInfo `json:"servers"`
 			Reviews []mcphost.Review     `json:"reviews"`
 			Notices []string             `json:"notices"`
-		}{s.AllTools(), s.Prompts(), s.Servers(), held, s.Notices()}
+			// Context is what tool definitions cost in the model's
+			// context per provider profile (estimates): per tool (denied
+			// and held ones priced as if offered), per server and in all
+			// for the offered ones.
+			Context struct {
+				Tools   map[string]profileCost `json:"tools"`
+				Servers map[string]profileCost `json:"servers"`
+				Total   profileCost            `json:"total"`
+			} `json:"context"`
+		}{Tools: tools, Prompts: s.Prompts(), Servers: s.Servers(), Reviews: held, Notices: s.Notices()}
+		out.Context.Tools, out.Context.Servers, out.Context.Total = cc.tools, cc.servers, cc.total
 		if out.Notices == nil {
 			out.Notices = []string{}
 		}
@@ -496,6 +511,21 @@ func flagExit(err error) int {
 		return exitOK
 	}
 	return exitUsage
+}
+
+// cmdline is the mcphost command line of verb with arg that finds the same
+// config, worktree, state and lock as this invocation.
+func (c *cli) cmdline(verb, arg string) string {
+	args := []string{"mcphost", verb}
+	for _, f := range []struct{ name, value, def string }{{"config", c.config, "mcphost.toml"}, {"worktree", c.worktree, "."}, {"state", c.state, ""}, {"lock", c.lock, ""}} {
+		if f.value != f.def {
+			args = append(args, "-"+f.name, shellQuote(f.value))
+		}
+	}
+	if arg != "" {
+		args = append(args, shellQuote(arg))
+	}
+	return strings.Join(args, " ")
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it, for the commands

@@ -404,7 +404,7 @@ command = ["FIXTURE", "-instructions-file", "ins.txt"]
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Servers) != 1 {
 		t.Fatalf("list -json: %v\n%s", err, out)
 	}
-	if srv := got.Servers[0]; srv.Protocol != "2025-11-25" || srv.Instructions != "Be brief." || srv.InstructionsPin != "new" {
+	if srv := got.Servers[0]; srv.Protocol != "2026-07-28" || srv.Instructions != "Be brief." || srv.InstructionsPin != "new" {
 		t.Errorf("list -json server: %+v", srv)
 	}
 	if code, out, stderr := e.run("", "approve", "-yes", "instructions:notes"); code != 0 || !strings.Contains(out, "recorded: instructions:notes") {
@@ -631,5 +631,49 @@ func TestConfigInWriteGrant(t *testing.T) {
 	code, out, stderr := e.run("", "list", "-json")
 	if code != 0 || !strings.Contains(out, `"state": "unreviewed"`) || !strings.Contains(out, "lies in "+dir+", where servers can write") {
 		t.Errorf("list: exit %d: %s%s", code, out, stderr)
+	}
+}
+
+// TestListContextCost (issue 33): list shows what each tool definition
+// costs in the model's context per provider profile, per server and in all
+// for the offered tools; a denied tool is priced but not counted.
+func TestListContextCost(t *testing.T) {
+	e := newCLIEnv(t, notesTable)
+	code, out, stderr := e.run("", "list", "-json")
+	if code != 0 {
+		t.Fatalf("list -json: exit %d: %s", code, stderr)
+	}
+	type cost struct{ Bytes, Tokens int }
+	var got struct {
+		Tools   []struct{ Name, Decision string } `json:"tools"`
+		Context struct {
+			Tools   map[string]map[string]cost `json:"tools"`
+			Servers map[string]map[string]cost `json:"servers"`
+			Total   map[string]cost            `json:"total"`
+		} `json:"context"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	sum := map[string]int{}
+	for _, tool := range got.Tools {
+		c := got.Context.Tools[tool.Name]
+		for _, profile := range []string{"openai", "anthropic"} {
+			if c[profile].Bytes == 0 || c[profile].Tokens == 0 || c[profile].Tokens > c[profile].Bytes {
+				t.Errorf("%s %s: %+v", tool.Name, profile, c[profile])
+			}
+			if tool.Decision != "deny" {
+				sum[profile] += c[profile].Bytes
+			}
+		}
+	}
+	for _, profile := range []string{"openai", "anthropic"} {
+		if got.Context.Total[profile].Bytes != sum[profile] || got.Context.Servers["notes"][profile].Bytes != sum[profile] {
+			t.Errorf("%s: total %+v, server %+v, want %d bytes of offered tools", profile, got.Context.Total[profile], got.Context.Servers["notes"][profile], sum[profile])
+		}
+	}
+	code, out, _ = e.run("", "list")
+	if code != 0 || !strings.Contains(out, "TOKENS") || !strings.Contains(out, "tool definitions: ~") {
+		t.Errorf("list:\n%s", out)
 	}
 }

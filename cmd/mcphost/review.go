@@ -63,7 +63,7 @@ func (c *cli) approveRef(ctx context.Context, s *mcphost.Session, ref string, ye
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", visibleLines(err.Error(), "  "))
 		if _, _, isTool := mcphost.SplitModelName(ref); isTool {
-			fmt.Fprintf(c.stderr, "mcphost approve: %s%s (see every tool with 'mcphost list')\n", pin.Visible(ref), didYouMean(ref, s.AllTools()))
+			fmt.Fprintf(c.stderr, "mcphost approve: %s%s (see every tool with '%s')\n", pin.Visible(ref), didYouMean(ref, s.AllTools()), strings.TrimSuffix(c.cmdline("list", ""), " "))
 		}
 		return false
 	}
@@ -88,7 +88,13 @@ func (c *cli) approveRef(ctx context.Context, s *mcphost.Session, ref string, ye
 		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", visibleLines(err.Error(), "  "))
 		return false
 	}
-	return c.confirm(ctx, s, ref, rest[1:], yes, in, done)
+	var left []mcphost.Review
+	for _, r := range rest {
+		if !done[r.Ref] {
+			left = append(left, r)
+		}
+	}
+	return c.confirm(ctx, s, ref, left, yes, in, done)
 }
 
 // confirm shows reviews and records them when the person says yes (or
@@ -140,7 +146,7 @@ func (c *cli) outcome(s *mcphost.Session, r mcphost.Review) string {
 	case t.Pin == mcphost.PinSame:
 		for _, srv := range s.Servers() {
 			if srv.Name == t.Server && len(srv.ProgramChanged) > 0 {
-				return fmt.Sprintf(" (each call still asks: the program of server %s changed since the lock's review; review it with: mcphost approve program:%s)", t.Server, t.Server)
+				return fmt.Sprintf(" (each call still asks: the program of server %s changed since the lock's review; review it with: %s)", t.Server, c.cmdline("approve", "program:"+t.Server))
 			}
 		}
 		return " (each call still asks: it is not in allow)"

@@ -10,7 +10,7 @@
 //
 // From the repository root:
 //
-//	go build -o bin/ ./examples/notes
+//	go build -trimpath -o bin/ ./examples/notes
 //	go run ./examples/agent -yes
 //
 // Without -yes the agent asks before each call that needs approval (y/N);
@@ -185,7 +185,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	}
 	for _, info := range s.Servers() {
 		if info.State != mcphost.ServerRunning {
-			return fmt.Errorf("server %s is %s: %s (build the example server first, from the repository root: go build -o bin/ ./examples/notes)",
+			return fmt.Errorf("server %s is %s: %s (build the example server first, from the repository root: go build -trimpath -o bin/ ./examples/notes)",
 				info.Name, info.State, info.Error)
 		}
 	}

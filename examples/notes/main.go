@@ -3,7 +3,7 @@
 //
 // Build it and list what an agent would see:
 //
-//	go build -o bin/ ./examples/notes
+//	go build -trimpath -o bin/ ./examples/notes
 //	go run ./cmd/mcphost list -config examples/mcphost.toml
 package main
 

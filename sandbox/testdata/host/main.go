@@ -46,6 +46,7 @@ func main() {
 	full := flag.Bool("full", false, "require full confinement")
 	protect := flag.String("protect", "", "a path to protect")
 	memory := flag.Int64("memory", 0, "the server's memory limit in MiB (0: the default)")
+	fileSize := flag.Int64("file-size", 0, "the server's file size limit in MiB (0: the default)")
 	status := flag.Bool("status", false, "print the server's exit status at the end (and go on to it when a request gets no reply)")
 	proxyGrants := flag.String("proxy", "", "give the server the network through an egress proxy granting these comma-separated destinations")
 	flag.Parse()
@@ -112,7 +113,7 @@ func main() {
 		Home:        *privateHome,
 		Stderr:      os.Stderr,
 		Proxy:       proxy,
-		Limits:      sandbox.Limits{Memory: *memory << 20},
+		Limits:      sandbox.Limits{Memory: *memory << 20, FileSize: *fileSize << 20},
 	})
 	if err != nil {
 		fatal(err)

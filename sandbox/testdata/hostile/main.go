@@ -10,6 +10,9 @@
 //	                        appends a line to FILE every 10ms forever
 //	hostile beat FILE       append a line to FILE every 10ms forever
 //	hostile alloc N         allocate and touch N MiB, print how many, exit
+//	hostile addkey DESC     add a "user" key DESC to the user keyring, for
+//	                        two minutes, and print its id
+//	hostile cat FILE        print FILE
 //
 // The request "child FILE [setsid]" leaves a beating child that stays the
 // server's (in a session of its own with "setsid").
@@ -67,6 +70,22 @@ func main() {
 			n, _ := strconv.Atoi(os.Args[2])
 			kept = alloc(n)
 			fmt.Println(len(kept))
+			return
+		case "addkey":
+			id, err := addKey(os.Args[2])
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "addkey:", err)
+				os.Exit(1)
+			}
+			fmt.Println(id)
+			return
+		case "cat":
+			b, err := os.ReadFile(os.Args[2])
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Stdout.Write(b)
 			return
 		}
 	}
@@ -214,7 +233,97 @@ func do(req request) reply {
 	case "truncate":
 		return result("", os.Truncate(a0, 0))
 	case "chmod":
-		return result("", os.Chmod(a0, 0o777))
+		// A mode change without world write (the filter refuses that
+		// itself): what a read-only mount must refuse.
+		return result("", os.Chmod(a0, 0o755))
+	case "chmod-mode", "fchmod":
+		// chmod(2) (fchmodat) or fchmod(2) of a0 to the octal mode a1.
+		mode, err := strconv.ParseUint(a1, 8, 32)
+		if err != nil {
+			return fail(err)
+		}
+		if req.Op == "chmod-mode" {
+			return result("", syscall.Chmod(a0, uint32(mode)))
+		}
+		fd, err := syscall.Open(a0, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return fail(err)
+		}
+		defer syscall.Close(fd)
+		return result("", syscall.Fchmod(fd, uint32(mode)))
+	case "umask-create":
+		// Clear the umask, then create the file a0 (0666) and the
+		// directory a1 (0777); fail if either ends up world-writable.
+		old := syscall.Umask(0)
+		fd, err := syscall.Open(a0, syscall.O_CREAT|syscall.O_EXCL|syscall.O_WRONLY|syscall.O_CLOEXEC, 0o666)
+		if err != nil {
+			return fail(err)
+		}
+		syscall.Close(fd)
+		if err := syscall.Mkdir(a1, 0o777); err != nil {
+			return fail(err)
+		}
+		var out []string
+		for _, p := range []string{a0, a1} {
+			st, err := os.Stat(p)
+			if err != nil {
+				return fail(err)
+			}
+			if st.Mode().Perm()&0o002 != 0 {
+				return fail(fmt.Errorf("%s was created world-writable: %v", p, st.Mode()))
+			}
+			out = append(out, fmt.Sprintf("%o", st.Mode().Perm()))
+		}
+		return result(fmt.Sprintf("umask said %03o; modes %s", old, strings.Join(out, " ")), nil)
+	case "umask":
+		// Set the umask to the octal a0 and back: out is what it was.
+		mask, err := strconv.ParseUint(a0, 8, 32)
+		if err != nil {
+			return fail(err)
+		}
+		old := syscall.Umask(int(mask))
+		syscall.Umask(old)
+		return result(fmt.Sprintf("%03o", old), nil)
+	case "acl-other-write":
+		// Give other users write through a POSIX ACL, chmod's other door:
+		// user::rw-, group::r--, other::rw- (system.posix_acl_access).
+		return result("", syscall.Setxattr(a0, "system.posix_acl_access", aclOtherWrite(), 0))
+	case "setxattr":
+		return result("", syscall.Setxattr(a0, "user.mcphost", []byte("hostile"), 0))
+	case "setpriority", "getpriority", "ioprio-set", "ioprio-get":
+		// The call with which a0 and who a1 (and prio a2 for the setters),
+		// numbers: which process, process group or user it acts on.
+		which, _ := strconv.Atoi(a0)
+		who, _ := strconv.Atoi(a1)
+		prio, _ := strconv.Atoi(arg(req, 2))
+		nr := map[string]uintptr{
+			"setpriority": syscall.SYS_SETPRIORITY, "getpriority": syscall.SYS_GETPRIORITY,
+			"ioprio-set": syscall.SYS_IOPRIO_SET, "ioprio-get": syscall.SYS_IOPRIO_GET,
+		}[req.Op]
+		r, _, e := syscall.RawSyscall(nr, uintptr(which), uintptr(who), uintptr(prio))
+		if e != 0 {
+			return fail(e)
+		}
+		return result(strconv.Itoa(int(r)), nil)
+	case "inotify":
+		// Watch the directory a0 for new entries.
+		fd, err := inotifyInit()
+		if err != nil {
+			return fail(fmt.Errorf("inotify_init1: %w", err))
+		}
+		defer syscall.Close(fd)
+		_, err = syscall.InotifyAddWatch(fd, a0, syscall.IN_CREATE)
+		return result("", err)
+	case "xfsz":
+		// Take SIGXFSZ's default action back from Go's runtime (which
+		// ignores it), as a C or Node program has it, then write the file
+		// a0 past a1 MiB: the kernel ends this process.
+		var act [4]uint64 // struct sigaction, all zero: SIG_DFL
+		if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGXFSZ), uintptr(unsafe.Pointer(&act[0])), 0, 8, 0, 0); e != 0 {
+			return fail(e)
+		}
+		n, _ := strconv.Atoi(a1)
+		return do(request{Op: "fill", Args: []string{a0, strconv.Itoa(n + 1)}})
 	case "symlink":
 		return result("", os.Symlink(a0, a1))
 	case "exec":
@@ -616,6 +725,49 @@ func setLinkUp() reply {
 	return fail(fmt.Errorf("no netlink ack"))
 }
 
+// aclOtherWrite is a POSIX access ACL in the kernel's xattr form: version
+// 2, then (tag, perm, id) for user::rw-, group::r-- and other::rw-.
+func aclOtherWrite() []byte {
+	const undefinedID = 0xffffffff
+	b := []byte{2, 0, 0, 0}
+	for _, e := range [][2]uint16{{0x01, 6}, {0x04, 4}, {0x20, 6}} {
+		b = append(b, byte(e[0]), byte(e[0]>>8), byte(e[1]), byte(e[1]>>8))
+		b = append(b, undefinedID&0xff, undefinedID>>8&0xff, undefinedID>>16&0xff, undefinedID>>24)
+	}
+	return b
+}
+
+// inotifyInit is inotify_init1(IN_CLOEXEC), which arm64 has alone.
+func inotifyInit() (int, error) {
+	r, _, e := syscall.RawSyscall(syscall.SYS_INOTIFY_INIT1, syscall.IN_CLOEXEC, 0, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
+}
+
+// addKey adds a "user" key named desc to the caller's user keyring, with
+// a timeout of two minutes so that it does not outlive the test.
+func addKey(desc string) (int, error) {
+	const (
+		keySpecUserKeyring = -4
+		keyctlSetTimeout   = 15
+	)
+	typ, _ := syscall.BytePtrFromString("user")
+	d, _ := syscall.BytePtrFromString(desc)
+	payload := []byte("not a secret")
+	ring := keySpecUserKeyring
+	id, _, e := syscall.Syscall6(syscall.SYS_ADD_KEY, uintptr(unsafe.Pointer(typ)), uintptr(unsafe.Pointer(d)),
+		uintptr(unsafe.Pointer(&payload[0])), uintptr(len(payload)), uintptr(ring), 0)
+	if e != 0 {
+		return 0, fmt.Errorf("add_key: %w", e)
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_KEYCTL, keyctlSetTimeout, id, 120); e != 0 {
+		return 0, fmt.Errorf("keyctl(KEYCTL_SET_TIMEOUT): %w", e)
+	}
+	return int(id), nil
+}
+
 func errnoResult(e syscall.Errno) reply {
 	if e != 0 {
 		return fail(e)
@@ -678,6 +830,7 @@ func errnoName(e syscall.Errno) string {
 		syscall.EPROTONOSUPPORT: "EPROTONOSUPPORT", syscall.ENOTDIR: "ENOTDIR",
 		syscall.EEXIST: "EEXIST", syscall.ENOEXEC: "ENOEXEC",
 		syscall.EAGAIN: "EAGAIN", syscall.ENOSPC: "ENOSPC", syscall.ENOMEM: "ENOMEM",
+		syscall.EFBIG: "EFBIG", syscall.EOPNOTSUPP: "EOPNOTSUPP",
 	}
 	if n, ok := names[e]; ok {
 		return n

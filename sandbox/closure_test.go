@@ -1,0 +1,106 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestPythonMode(t *testing.T) {
+	for _, tt := range []struct {
+		args         string
+		mode, module string
+		safe         bool
+	}{
+		{"-m shsrv", "-m", "shsrv", false},
+		{"-mshsrv.main", "-m", "shsrv.main", false},
+		{"-u -B -m x", "-m", "x", false},
+		{"-Im x", "-m", "x", true},
+		{"-P -m x", "-m", "x", true},
+		{"-X utf8 -m x", "-m", "x", false},
+		{"-Xutf8 -m x", "-m", "x", false},
+		{"-W ignore tools/srv.py", "", "", false},
+		{"tools/srv.py -m x", "", "", false},
+		{"-c print(1)", "-c", "", false},
+		{"-", "-", "", false},
+		{"", "-", "", false},
+		{"-- srv.py", "", "", false},
+	} {
+		mode, module, safe := pythonMode(strings.Fields(tt.args))
+		if mode != tt.mode || module != tt.module || safe != tt.safe {
+			t.Errorf("pythonMode(%q) = %q, %q, %v; want %q, %q, %v", tt.args, mode, module, safe, tt.mode, tt.module, tt.safe)
+		}
+	}
+}
+
+// TestProgramClosure: the packages a server's code is loaded from, for
+// Python and Node.js scripts, python -m, a "#!" script and a virtual
+// environment.
+func TestProgramClosure(t *testing.T) {
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no system python3")
+	}
+	wt, _ := filepath.EvalSymlinks(t.TempDir())
+	mk := func(rel, content string, mode os.FileMode) {
+		t.Helper()
+		p := filepath.Join(wt, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("tools/srv.py", "import helper\n", 0o644)
+	mk("shsrv/__init__.py", "", 0o644)
+	mk("bin/tool", "#!"+python+"\n", 0o755)
+	mk("app/package.json", "{}", 0o644)
+	mk("app/lib/srv.js", "", 0o644)
+	mk("nm/node_modules/@a/b/dist/index.js", "", 0o644)
+	mk("venv/pyvenv.cfg", "home = /usr/bin\n", 0o644)
+	mk("hook.js", "", 0o644)
+	real, _ := filepath.EvalSymlinks(python)
+	pyBytes, _ := os.ReadFile(real)
+	mk("venv/bin/python3", string(pyBytes), 0o755)
+	env := []string{"PATH=/usr/bin:/bin"}
+	paths := func(c Closure) []string {
+		var out []string
+		for _, p := range c.Paths {
+			rel, _ := filepath.Rel(wt, p.Path)
+			out = append(out, rel)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		argv      []string
+		runtime   string
+		paths     []string
+		workdir   bool
+		env       map[string]string
+		uncovered string
+	}{
+		{argv: []string{python, "tools/srv.py"}, runtime: "python", paths: []string{"tools"}},
+		{argv: []string{python, "-m", "shsrv"}, runtime: "python", paths: []string{"shsrv"}, workdir: true},
+		{argv: []string{python, "-m", "shsrv"}, runtime: "python", env: map[string]string{"PYTHONSAFEPATH": "1"}},
+		{argv: []string{python, "-m", "elsewhere"}, runtime: "python", workdir: true},
+		{argv: []string{"bin/tool"}, runtime: "python", paths: []string{"bin"}},
+		{argv: []string{"node", "app/lib/srv.js"}, runtime: "node", paths: []string{"app"}},
+		{argv: []string{"node", "nm/node_modules/@a/b/dist/index.js"}, runtime: "node", paths: []string{"nm/node_modules"}},
+		{argv: []string{"venv/bin/python3", "tools/srv.py"}, runtime: "python", paths: []string{"venv", "tools"}},
+		{argv: []string{"node", "-r", "./hook.js", "--title", "x", "app/lib/srv.js"}, runtime: "node", paths: []string{"hook.js", "app"}},
+		{argv: []string{"/bin/sh", "-c", "true"}, uncovered: "what the sh command runs"},
+	} {
+		c, err := ProgramClosure(Config{Name: "s", Argv: tt.argv, Worktree: wt, HostEnv: env, Env: tt.env})
+		if err != nil {
+			t.Errorf("%v: %v", tt.argv, err)
+			continue
+		}
+		if tt.uncovered != "" && !slices.Contains(c.Uncovered, tt.uncovered) {
+			t.Errorf("%v: uncovered %q, want %q among them", tt.argv, c.Uncovered, tt.uncovered)
+		}
+		if c.Runtime != tt.runtime || !slices.Equal(paths(c), tt.paths) || c.WorkdirImports != tt.workdir {
+			t.Errorf("%v: runtime %q, paths %q, workdir %v; want %q, %q, %v", tt.argv, c.Runtime, paths(c), c.WorkdirImports, tt.runtime, tt.paths, tt.workdir)
+		}
+	}
+}
