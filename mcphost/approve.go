@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcphost/mcphost/internal/bytesize"
 	"github.com/mcphost/mcphost/internal/hostfile"
 	"github.com/mcphost/mcphost/pin"
 )
@@ -313,7 +314,7 @@ func (s *Session) reviewsOf(ctx context.Context, ref string) ([]Review, error) {
 func (s *Session) server(name string) (*server, error) {
 	srv, ok := s.servers[name]
 	if !ok {
-		return nil, fmt.Errorf("mcphost: %w: no server named %q", ErrUnknownTool, printable(name, 80))
+		return nil, fmt.Errorf("mcphost: %w: no server named %q", ErrUnknownServer, printable(name, 80))
 	}
 	return srv, nil
 }
@@ -440,8 +441,35 @@ func (s *Session) tableReview(ctx context.Context, srv *server) Review {
 	v := judge(ls.prior(kindTable, srv.cfg.Name, ""), digest)
 	r := Review{Ref: "table:" + srv.cfg.Name, Kind: kindTable.String(), Server: srv.cfg.Name, Pin: v.pin, Digest: digest,
 		sub: subject{kind: kindTable, server: srv.cfg.Name, def: def, digest: digest}}
-	r.Text, r.Changed = render(v.pin, v.reviewed, def)
+	r.Text, r.Changed = render(v.pin, tableShown(v.reviewed), tableShown(def))
 	return r
+}
+
+// sizeKeys are the keys of a table's definition that hold a byte size.
+var sizeKeys = []string{"max_file_size", "max_memory", "max_output", "max_tmp"}
+
+// tableShown is a table's definition as a person reads it: sizes spelled
+// as the config spells them ("2GiB", not 2147483648). It is for the text of
+// a review only; the digest is of the definition itself.
+func tableShown(def json.RawMessage) json.RawMessage {
+	if def == nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(def, &m); err != nil {
+		return def
+	}
+	for _, k := range sizeKeys {
+		var n int64
+		if v, ok := m[k]; ok && json.Unmarshal(v, &n) == nil {
+			m[k], _ = json.Marshal(bytesize.Format(n))
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return def
+	}
+	return b
 }
 
 // programReview is the review of a server's program, as a lock records it.

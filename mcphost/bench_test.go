@@ -382,7 +382,7 @@ func BenchmarkBuildGenerated(b *testing.B) {
 		}
 		st.Tools[pin.Key("many", fmt.Sprintf("gen_%05d", i))] = pin.Entry{Digest: dg, Definition: raws[i]}
 	}
-	srv := &server{cfg: ServerConfig{Name: "many", Allow: []string{"gen_00001"}, Default: Approval}}
+	srv := &server{cfg: ServerConfig{Name: "many", Allow: []string{"gen_00001"}, Default: Approval}, sess: &Session{reviews: &stateStore{}}}
 	b.ReportAllocs()
 	cpu := hostCPU()
 	for b.Loop() {

@@ -2,9 +2,11 @@ package mcphost
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,7 +24,111 @@ func (srv *server) grants() (read, write []string, err error) {
 	if write, err = s.expand(cfg.Name, "write", cfg.Write); err != nil {
 		return nil, nil, err
 	}
+	for _, g := range srv.autoGrants(read, write) {
+		read = append(read, g.path)
+	}
 	return read, write, nil
+}
+
+// autoGrant is a read grant mcphost adds to a server's table, and why;
+// env names the variable that tells a runtime manager where it lives ("" if
+// none).
+type autoGrant struct{ path, why, env string }
+
+// runtimeHomes are the directories under HOME where runtime managers
+// install interpreters, each with the part of it a server of one of its
+// runtimes may read: the manager's whole tree for those whose shims run the
+// manager (pyenv, asdf, mise, volta), one installed version for the others;
+// never a directory that also keeps credentials (~/.cargo, ~/.config).
+var runtimeHomes = []struct {
+	dir   string // under HOME
+	depth int    // path components below dir that name what is granted (0: dir whole)
+	what  string
+	// root is the variable that tells the manager where it lives, set to
+	// the granted tree when the table does not set it: its shims find it
+	// through HOME, which is the server's own.
+	root string
+}{
+	{".pyenv", 0, "pyenv", "PYENV_ROOT"},
+	{".asdf", 0, "asdf", "ASDF_DATA_DIR"},
+	{".local/share/mise", 0, "mise", "MISE_DATA_DIR"},
+	{".volta", 0, "volta", "VOLTA_HOME"},
+	{".nvm/versions/node", 1, "nvm", ""},
+	{".local/share/fnm/node-versions", 1, "fnm", ""},
+	{".local/share/uv/python", 1, "uv", ""},
+	{".local/share/pipx/venvs", 1, "pipx", ""},
+	{".bun", 0, "bun", ""},
+	{".deno", 0, "deno", ""},
+}
+
+// autoGrants are the read grants mcphost adds so that what the person
+// named in command can run confined, without opening the rest of HOME:
+//   - the install tree of a runtime manager under HOME that the program
+//     resolves into (a pyenv shim and the pyenv it runs, an nvm node);
+//   - a package the server's code is loaded from (the script's package
+//     root, a node_modules, a virtual environment) that lies outside the
+//     worktree, since the person named the script in command.
+//
+// Never HOME itself or what holds it, a directory that holds the state or
+// homes directory, nor what the table's read and write grants cover
+// already. ServerInfo.Widens names each, and why.
+func (srv *server) autoGrants(read, write []string) []autoGrant {
+	cl := srv.closure
+	if cl == nil || srv.cfg.Unconfined {
+		return nil
+	}
+	s := srv.sess
+	home := ""
+	for _, kv := range s.hostEnv() {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok && filepath.IsAbs(v) {
+			home = filepath.Clean(v)
+		}
+	}
+	if home != "" {
+		if c, err := filepath.EvalSymlinks(home); err == nil {
+			home = c
+		}
+	}
+	var out []autoGrant
+	add := func(p, why, env string) {
+		covered := under(p, s.worktree) || p == "/" || home != "" && (p == home || under(home, p)) ||
+			under(s.opts.StateDir, p) || under(s.opts.HomeDir, p)
+		for _, g := range append(append(slices.Clone(read), write...), func() []string {
+			var ps []string
+			for _, g := range out {
+				ps = append(ps, g.path)
+			}
+			return ps
+		}()...) {
+			covered = covered || under(p, g)
+		}
+		if !covered {
+			out = append(out, autoGrant{p, why, env})
+		}
+	}
+	if home != "" {
+		for _, f := range cl.Files {
+			if !under(f, home) {
+				continue
+			}
+			for _, r := range runtimeHomes {
+				root := filepath.Join(home, r.dir)
+				rel, err := filepath.Rel(root, f)
+				if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+					continue
+				}
+				parts := strings.Split(rel, string(filepath.Separator))
+				if len(parts) <= r.depth {
+					continue
+				}
+				add(filepath.Join(append([]string{root}, parts[:r.depth]...)...), "the "+r.what+" install its program runs from", r.root)
+			}
+		}
+	}
+	for _, cp := range cl.Paths {
+		add(cp.Path, "the package its code is loaded from", "")
+	}
+	return out
 }
 
 // reaches reports whether a confined server could open the directory dir:
@@ -82,6 +188,16 @@ func (srv *server) sandboxConfig() (sandbox.Config, error) {
 	env, err := s.programEnv(srv)
 	if err != nil {
 		return sandbox.Config{}, err
+	}
+	tableRead, _ := s.expand(cfg.Name, "read", cfg.Read)
+	for _, g := range srv.autoGrants(tableRead, write) {
+		if _, set := env[g.env]; g.env != "" && !set {
+			env = maps.Clone(env)
+			if env == nil {
+				env = map[string]string{}
+			}
+			env[g.env] = g.path
+		}
 	}
 	var home string
 	if !cfg.Unconfined && cfg.Home != HomeTemp {

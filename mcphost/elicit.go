@@ -53,6 +53,11 @@ type ElicitField struct {
 	Type        string   // "string", "number", "integer", "boolean" or "array" (choose several of Enum)
 	Enum        []string // the allowed values of a string, or of an array's items, if listed
 	Required    bool
+	// Default is the schema's default for the field, to pre-fill: a
+	// string (made visible, as Title is), a float64, a bool or a []string
+	// of choices; nil when there is none, or when it does not fit the
+	// field (a server's default is checked like an answer would be).
+	Default any
 }
 
 // Check reports whether content fits the requested schema: nil, or an
@@ -171,6 +176,7 @@ func newElicitRequest(server string, p *mcp.ElicitParams) (ElicitRequest, error)
 			Description string   `json:"description"`
 			Enum        []any    `json:"enum"`
 			OneOf       []choice `json:"oneOf"`
+			Default     any      `json:"default"`
 			Items       *struct {
 				Enum  []any    `json:"enum"`
 				AnyOf []choice `json:"anyOf"`
@@ -208,6 +214,7 @@ func newElicitRequest(server string, p *mcp.ElicitParams) (ElicitRequest, error)
 			}
 			field.Enum = append(field.Enum, str)
 		}
+		field.Default = elicitDefault(f.Type, f.Default, field.Enum)
 		er.Fields = append(er.Fields, field)
 	}
 	slices.SortFunc(er.Fields, func(a, b ElicitField) int {
@@ -273,4 +280,37 @@ func NewElicitRequest(server, message string, requestedSchema json.RawMessage) (
 		sch = requestedSchema
 	}
 	return newElicitRequest(server, &mcp.ElicitParams{Message: message, RequestedSchema: sch})
+}
+
+// elicitDefault is a field's default as ElicitField.Default gives it: of
+// the field's type (and among its choices, if it lists any), nil otherwise.
+func elicitDefault(typ string, v any, choices []string) any {
+	switch d := v.(type) {
+	case string:
+		if typ == "string" && (len(choices) == 0 || slices.Contains(choices, d)) {
+			return pin.Visible(d)
+		}
+	case float64:
+		if typ == "number" || typ == "integer" && d == float64(int64(d)) {
+			return d
+		}
+	case bool:
+		if typ == "boolean" {
+			return d
+		}
+	case []any:
+		if typ != "array" {
+			return nil
+		}
+		out := []string{}
+		for _, e := range d {
+			s, ok := e.(string)
+			if !ok || !slices.Contains(choices, s) {
+				return nil
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,4 +164,27 @@ func FuzzElicitRequest(f *testing.F) {
 		}
 		_ = req.Check(map[string]any{"a": "x"})
 	})
+}
+
+// TestElicitFieldDefault (issue 31): a field carries the schema's default
+// to pre-fill, only when it fits the field, and made visible.
+func TestElicitFieldDefault(t *testing.T) {
+	schema := `{"type":"object","properties":{
+		"name":{"type":"string","default":"ada\u200b"},
+		"age":{"type":"integer","default":36},
+		"half":{"type":"integer","default":1.5},
+		"ok":{"type":"boolean","default":true},
+		"color":{"type":"string","enum":["red","blue"],"default":"green"},
+		"tags":{"type":"array","items":{"enum":["a","b"]},"default":["b"]},
+		"none":{"type":"string"}}}`
+	req, err := NewElicitRequest("s", "?", json.RawMessage(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"name": "ada<U+200B>", "age": 36.0, "half": nil, "ok": true, "color": nil, "tags": []string{"b"}, "none": nil}
+	for _, f := range req.Fields {
+		if fmt.Sprint(f.Default) != fmt.Sprint(want[f.Name]) {
+			t.Errorf("%s: default %#v, want %#v", f.Name, f.Default, want[f.Name])
+		}
+	}
 }

@@ -11,12 +11,15 @@ import (
 // with errors.Is); the rest of the error text says which tool or server and
 // what to do.
 var (
-	// ErrUnknownTool: no tool of the session has that model name; from
-	// the methods that take a server's name (Restart, Instructions,
-	// GetPrompt, Resources, ...), no server of the session has that name,
-	// or the server offers no prompt of that name. Nothing can bring it
-	// back: unlike ErrServerGone, it is a wrong name.
+	// ErrUnknownTool: no tool of the session has that model name (or, from
+	// GetPrompt and Review, the server offers no prompt of that name, or
+	// the reference names nothing). Nothing can bring it back: unlike
+	// ErrServerGone, it is a wrong name.
 	ErrUnknownTool = errors.New("unknown tool")
+	// ErrUnknownServer: no server of the session has that name (from the
+	// methods that take one: Restart, Instructions, GetPrompt, Resources,
+	// ReadResource, Review). A wrong name, as ErrUnknownTool.
+	ErrUnknownServer = errors.New("unknown server")
 	// ErrDenied: the config denies the tool. The server was not contacted.
 	ErrDenied = errors.New("tool denied by config")
 	// ErrNeedsApproval: the tool needs a person's approval and the session

@@ -702,20 +702,25 @@ func TestCallToFailedServer(t *testing.T) {
 			"InstructionsReview": errReview, "GetPrompt": errPrompt, "PromptReview": errPromptReview,
 			"ApproveInstructions": approve(s, "instructions:"+server), "ApprovePrompt": approve(s, "prompt:"+server+"/p"),
 		} {
-			want, other := ErrUnknownTool, ErrServerGone
+			// A wrong server name is ErrUnknownServer, never ErrUnknownTool
+			// (nor ErrServerGone, which promises that Restart may help).
+			want, other := ErrUnknownServer, ErrServerGone
 			if server == "exits" {
 				if strings.Contains(name, "Review") || strings.HasPrefix(name, "Approve") {
 					continue // reviews read the state, not the server
 				}
-				want, other = ErrServerGone, ErrUnknownTool
+				want, other = ErrServerGone, ErrUnknownServer
+			}
+			if errors.Is(err, ErrUnknownTool) {
+				t.Errorf("%s(%q) = %v: a server name is not a tool's", name, server, err)
 			}
 			if !errors.Is(err, want) || errors.Is(err, other) {
 				t.Errorf("%s(%q) = %v, want %v", name, server, err, want)
 			}
 		}
 	}
-	if err := s.Restart(ctx, "nosuch"); !errors.Is(err, ErrUnknownTool) {
-		t.Errorf("Restart(nosuch) = %v, want ErrUnknownTool", err)
+	if err := s.Restart(ctx, "nosuch"); !errors.Is(err, ErrUnknownServer) {
+		t.Errorf("Restart(nosuch) = %v, want ErrUnknownServer", err)
 	}
 }
 

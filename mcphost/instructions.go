@@ -81,11 +81,11 @@ func (srv *server) pinInstructions(ls loadedState) (rec *subject, notice string)
 // Instructions that changed since their review, that no review covers, or
 // whose review cannot be read or recorded are not returned: the error
 // wraps ErrNeedsApproval and says what a person runs. An unknown server's
-// error wraps ErrUnknownTool, a server that is not running's ErrServerGone.
+// error wraps ErrUnknownServer, a server that is not running's ErrServerGone.
 func (s *Session) Instructions(server string) (string, error) {
 	srv, ok := s.servers[server]
 	if !ok {
-		return "", fmt.Errorf("mcphost: instructions: %w: no server named %q", ErrUnknownTool, printable(server, 80))
+		return "", fmt.Errorf("mcphost: instructions: %w: no server named %q", ErrUnknownServer, printable(server, 80))
 	}
 	if _, err := srv.session(); err != nil {
 		return "", fmt.Errorf("mcphost: instructions: %w", err)

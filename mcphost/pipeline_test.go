@@ -135,6 +135,10 @@ func TestPlantedTableThroughLibrary(t *testing.T) {
 			if err != nil || len(rs) != map[bool]int{false: 1, true: 2}[mode == "lock"] || rs[0].Kind != "table" || !strings.Contains(rs[0].Text, `field "unconfined" added`) {
 				t.Fatalf("review of the held server: %+v %v", rs, err)
 			}
+			// Sizes read as the config spells them (issue 31).
+			if !strings.Contains(rs[0].Text, `"2GiB"`) || strings.Contains(rs[0].Text, "2147483648") {
+				t.Errorf("the table's sizes in its review:\n%s", rs[0].Text)
+			}
 			if err := s.Approve(context.Background(), rs...); err != nil {
 				t.Fatal(err)
 			}

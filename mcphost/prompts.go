@@ -206,7 +206,7 @@ func (srv *server) prompt(name string) (*Prompt, bool) {
 func (s *Session) GetPrompt(ctx context.Context, server, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	srv, ok := s.servers[server]
 	if !ok {
-		return nil, fmt.Errorf("mcphost: get prompt: %w: no server named %q", ErrUnknownTool, printable(server, 80))
+		return nil, fmt.Errorf("mcphost: get prompt: %w: no server named %q", ErrUnknownServer, printable(server, 80))
 	}
 	cs, err := srv.session()
 	if err != nil {

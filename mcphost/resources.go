@@ -15,7 +15,7 @@ const maxResources = 10000
 // resources/list), bounded by ctx and the server's call_timeout, and by
 // 1000 pages and 10000 resources. Resources are data, not instructions:
 // they are not pinned, and their names and descriptions are server text
-// (show them through pin.Visible). Errors wrap ErrUnknownTool (no server
+// (show them through pin.Visible). Errors wrap ErrUnknownServer (no server
 // of that name), ErrServerGone, ErrTimeout or the server's error. Safe for
 // concurrent use.
 func (s *Session) Resources(ctx context.Context, server string) ([]*mcp.Resource, error) {
@@ -57,7 +57,7 @@ func (s *Session) Resources(ctx context.Context, server string) ([]*mcp.Resource
 // bounded by ctx and the server's call_timeout. Its contents are cut to the
 // server's max_output: text at a rune boundary, a blob that does not fit
 // dropped, and a last text content says what is missing. Errors wrap
-// ErrUnknownTool (no server of that name), ErrServerGone, ErrTimeout or
+// ErrUnknownServer (no server of that name), ErrServerGone, ErrTimeout or
 // the server's error. Safe for concurrent use.
 func (s *Session) ReadResource(ctx context.Context, server, uri string) (*mcp.ReadResourceResult, error) {
 	srv, cs, err := s.liveServer("read resource", server)
@@ -153,7 +153,7 @@ func resourceSize(c *mcp.ResourceContents, first bool) (rest, meta int64) {
 func (s *Session) liveServer(what, server string) (*server, *mcp.ClientSession, error) {
 	srv, ok := s.servers[server]
 	if !ok {
-		return nil, nil, fmt.Errorf("mcphost: %s: %w: no server named %q", what, ErrUnknownTool, printable(server, 80))
+		return nil, nil, fmt.Errorf("mcphost: %s: %w: no server named %q", what, ErrUnknownServer, printable(server, 80))
 	}
 	cs, err := srv.session()
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -308,6 +310,9 @@ func (srv *server) stderrNotice() string {
 		return ""
 	}
 	n := "\n  stderr: " + strings.ReplaceAll(ex, "\n", "\n  stderr: ")
+	if hint := srv.readHint(); hint != "" {
+		n += "\n  (" + hint + ")"
+	}
 	if !srv.cfg.Network && len(srv.cfg.NetworkGrant) == 0 && !srv.cfg.Unconfined {
 		if mark := srv.stderr.networkFailure(); mark != "" {
 			n += fmt.Sprintf("\n  (%s: the server tried to reach a host, but its network is off; if it needs one, grant it by name in [mcp.%s]: network = [\"api.example.com\"] (or network = true, the host's whole network))", mark, srv.cfg.Name)
@@ -439,7 +444,7 @@ func (srv *server) close(state ServerState) error {
 func (srv *server) info() ServerInfo {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Network: srv.cfg.network(), Limits: srv.limits, Lacks: srv.lacks, Widens: srv.sess.widens(srv.cfg),
+	info := ServerInfo{Name: srv.cfg.Name, State: srv.state, Confinement: srv.confinement, Network: srv.cfg.network(), Limits: srv.limits, Lacks: srv.lacks, Widens: srv.widens(),
 		Protocol: srv.protocol, Instructions: srv.instructions, InstructionsPin: srv.ins.pin}
 	if info.Confinement == "" {
 		info.Confinement = "none"
@@ -490,8 +495,10 @@ type ServerInfo struct {
 	Error string   `json:"error,omitempty"`
 	// Widens lists what the server's table grants beyond the default
 	// confinement, in words for a person to weigh: "sandbox = off
-	// (unconfined)", "network", "git = write (writable git directory)",
-	// "write PATH (outside the worktree)". Never nil.
+	// (unconfined)", "network", "network NAME, ... (through a proxy of
+	// the host's)", "git = write (writable git directory)", "write PATH
+	// (outside the worktree)", and the read grants mcphost added for what
+	// the command named, "read PATH (why; added by mcphost)". Never nil.
 	Widens []string `json:"widens"`
 	// ProgramChanged says, with a lock, how the server's program differs
 	// from the one the lock recorded (one line per file), decided at
@@ -548,3 +555,77 @@ const (
 	// start (see Load and Session.Review).
 	ServerUnreviewed ServerState = "unreviewed"
 )
+
+// readHint says, when the server's stderr names a file it could not find
+// that exists on the host outside its view, what read entry would let it
+// see it: the package holding the file (the nearest directory above it
+// with a package.json, pyproject.toml, setup.py or go.mod), else the
+// file's directory. "" when there is none to suggest.
+func (srv *server) readHint() string {
+	if srv.cfg.Unconfined {
+		return ""
+	}
+	home := ""
+	for _, kv := range srv.sess.hostEnv() {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	read, write, _ := srv.grants()
+	visible := append(append([]string{srv.sess.worktree}, read...), write...)
+	var hints []string
+	for _, p := range srv.stderr.missingPaths() {
+		if _, err := os.Stat(p); err != nil {
+			continue // missing on the host too: no grant helps
+		}
+		seen := false
+		for _, v := range visible {
+			seen = seen || under(p, v)
+		}
+		if seen {
+			continue
+		}
+		entry := packageRoot(p)
+		if entry == "/" || home != "" && (entry == home || under(home, entry)) {
+			continue // never suggest the whole home, or what holds it
+		}
+		shown := entry
+		if home != "" && under(entry, home) {
+			shown = "~/" + strings.TrimPrefix(entry, home+"/")
+		}
+		hints = append(hints, fmt.Sprintf("%s exists but is outside the server's view; to let it read it, add read = [\"%s\"] to [mcp.%s]", printable(p, 200), printable(shown, 200), srv.cfg.Name))
+	}
+	return strings.Join(hints, "; ")
+}
+
+// packageRoot returns the nearest directory above p (p's own, if it is
+// one) that holds a package manifest, else p's directory.
+func packageRoot(p string) string {
+	dir := p
+	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+		dir = filepath.Dir(p)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		for _, m := range []string{"package.json", "pyproject.toml", "setup.py", "go.mod"} {
+			if _, err := os.Stat(filepath.Join(d, m)); err == nil {
+				return d
+			}
+		}
+		if d == filepath.Dir(d) {
+			return dir
+		}
+	}
+}
+
+// widens is ServerInfo.Widens: what its table grants beyond the default
+// confinement, and the read grants mcphost added (autoGrants), each with
+// why. srv.mu is held.
+func (srv *server) widens() []string {
+	out := srv.sess.widens(srv.cfg)
+	read, _ := srv.sess.expand(srv.cfg.Name, "read", srv.cfg.Read)
+	write, _ := srv.sess.expand(srv.cfg.Name, "write", srv.cfg.Write)
+	for _, g := range srv.autoGrants(read, write) {
+		out = append(out, fmt.Sprintf("read %s (%s; added by mcphost)", g.path, g.why))
+	}
+	return out
+}

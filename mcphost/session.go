@@ -414,7 +414,7 @@ func (s *Session) isClosed() bool {
 func (s *Session) Restart(ctx context.Context, server string) error {
 	srv, ok := s.servers[server]
 	if !ok {
-		return fmt.Errorf("mcphost: restart: %w: no server named %q", ErrUnknownTool, printable(server, 80))
+		return fmt.Errorf("mcphost: restart: %w: no server named %q", ErrUnknownServer, printable(server, 80))
 	}
 	srv.restartMu.Lock()
 	defer srv.restartMu.Unlock()

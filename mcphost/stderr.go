@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -206,4 +208,35 @@ func printable(s string, limit int) string {
 		}
 	}
 	return b.String()
+}
+
+// missingMarks find, in what a runtime writes when it cannot open a file,
+// the absolute path it wanted: Node's module resolution and fs errors,
+// Python's, and the C library's message.
+var missingMarks = []*regexp.Regexp{
+	regexp.MustCompile(`Cannot find module '(/[^'\n]+)'`),
+	regexp.MustCompile(`ENOENT: no such file or directory, [a-z]+ '(/[^'\n]+)'`),
+	regexp.MustCompile(`\[Errno 2\] No such file or directory: '(/[^'\n]+)'`),
+	regexp.MustCompile(`can't open file '(/[^'\n]+)'`),
+	regexp.MustCompile(`(/[^\s:'"]+): No such file or directory`),
+}
+
+// maxMissing bounds the paths missingPaths returns.
+const maxMissing = 4
+
+// missingPaths returns the absolute paths the kept stderr says the server
+// could not find, at most maxMissing, each once.
+func (s *stderrLog) missingPaths() []string {
+	s.mu.Lock()
+	t := string(s.tail)
+	s.mu.Unlock()
+	var out []string
+	for _, re := range missingMarks {
+		for _, m := range re.FindAllStringSubmatch(t, -1) {
+			if p := filepath.Clean(m[1]); !slices.Contains(out, p) && len(out) < maxMissing {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }

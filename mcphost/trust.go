@@ -187,10 +187,7 @@ var optionVars = []string{"NODE_OPTIONS", "RUBYOPT", "PERL5OPT"}
 // env_pass. A server with any of these must not run code that another
 // server could have written.
 func rightsBeyondPeers(cfg ServerConfig, worktree string, hostEnv []string) []string {
-	out := widening(cfg, worktree, hostEnv)
-	if len(cfg.NetworkGrant) > 0 && !cfg.Network && !cfg.Unconfined {
-		out = append(out, "network = ["+strings.Join(cfg.NetworkGrant, ", ")+"]")
-	}
+	out := widening(cfg, worktree, hostEnv) // a network grant by name included
 	if len(cfg.EnvPass) > 0 {
 		out = append(out, "env_pass = ["+strings.Join(cfg.EnvPass, ", ")+"]")
 	}
@@ -361,6 +358,8 @@ func widening(cfg ServerConfig, worktree string, hostEnv []string) []string {
 	}
 	if cfg.Network {
 		out = append(out, "network")
+	} else if len(cfg.NetworkGrant) > 0 && !cfg.Unconfined {
+		out = append(out, "network "+strings.Join(cfg.NetworkGrant, ", ")+" (through a proxy of the host's)")
 	}
 	if cfg.WritableGit {
 		out = append(out, "git = write (writable git directory)")

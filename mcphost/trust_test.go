@@ -122,11 +122,14 @@ func TestWidens(t *testing.T) {
 	off := fixture("off")
 	off.Unconfined = true
 	plain := fixture("plain")
-	s := e.connect(e.opts(), wide, off, plain)
+	granted := fixture("granted")
+	granted.NetworkGrant = []string{"api.example.com", "localhost:8080"}
+	s := e.connect(e.opts(), wide, off, plain, granted)
 	want := map[string][]string{
-		"wide":  {"network", "git = write (writable git directory)", "write " + outside + " (outside the worktree)"},
-		"off":   {"sandbox = off (unconfined)"},
-		"plain": {},
+		"wide":    {"network", "git = write (writable git directory)", "write " + outside + " (outside the worktree)"},
+		"off":     {"sandbox = off (unconfined)"},
+		"plain":   {},
+		"granted": {"network api.example.com, localhost:8080 (through a proxy of the host's)"},
 	}
 	for _, info := range s.Servers() {
 		if !slices.Equal(info.Widens, want[info.Name]) || info.Widens == nil {

@@ -166,7 +166,10 @@ func (e *elicitor) ask(req mcphost.ElicitRequest) (mcphost.ElicitAnswer, error) 
 			case len(f.Enum) > 0:
 				hint = "one of " + strings.Join(f.Enum, ", ")
 			}
-			if !f.Required {
+			switch {
+			case f.Default != nil:
+				hint += fmt.Sprintf(", empty for %v", f.Default)
+			case !f.Required:
 				hint += ", empty to leave out"
 			}
 			if f.Description != "" {
@@ -179,6 +182,10 @@ func (e *elicitor) ask(req mcphost.ElicitRequest) (mcphost.ElicitAnswer, error) 
 				return mcphost.ElicitAnswer{Action: mcphost.ElicitCancel}, nil
 			}
 			line = strings.TrimRight(line, "\r\n")
+			if line == "" && f.Default != nil {
+				content[f.Name] = defaultValue(f)
+				continue
+			}
 			if line == "" && !f.Required {
 				continue
 			}
@@ -221,4 +228,21 @@ func elicitValue(typ, text string) any {
 		return out
 	}
 	return text
+}
+
+// defaultValue is a field's default as an answer.
+func defaultValue(f mcphost.ElicitField) any {
+	switch d := f.Default.(type) {
+	case float64:
+		if f.Type == "integer" {
+			return int64(d)
+		}
+	case []string:
+		out := make([]any, len(d))
+		for i, s := range d {
+			out[i] = s
+		}
+		return out
+	}
+	return f.Default
 }
