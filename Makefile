@@ -14,6 +14,7 @@ FUZZN       ?= 50000
 FUZZTIME    ?=
 INTEROP     := testdata/interop
 REALSERVERS := testdata/realservers
+CONFORMANCE := testdata/conformance
 
 # package:FuzzTarget[:inputs] triples, each fuzzed for that many inputs (or
 # FUZZN): every parser, and every function that renders or maps untrusted
@@ -37,6 +38,8 @@ deps:
 		(cd $(INTEROP) && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
 		echo "npm ci in $(REALSERVERS) (no install scripts: no browser download)"; \
 		(cd $(REALSERVERS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || exit 1; \
+		echo "npm ci in $(CONFORMANCE) (the MCP conformance suite; no install scripts)"; \
+		(cd $(CONFORMANCE) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || exit 1; \
 	else \
 		echo "npm not found: the npm reference-server tests will be skipped and say so"; \
 	fi
@@ -89,4 +92,4 @@ example:
 	$(GO) build -trimpath -o bin/ ./examples/notes
 
 clean:
-	rm -rf bin $(INTEROP)/node_modules $(REALSERVERS)/node_modules
+	rm -rf bin $(INTEROP)/node_modules $(REALSERVERS)/node_modules $(CONFORMANCE)/node_modules

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost/mcphost/schema"
 )
 
 // maxDecisionRounds bounds how often a call re-decides because the tool
@@ -27,7 +29,9 @@ const maxDecisionRounds = 3
 // result is cut to the server's max_output, with a notice in the result.
 //
 // A result with IsError set is returned with a nil error: the tool ran and
-// reported failure, which the model should see. Errors wrap ErrUnknownTool,
+// reported failure, which the model should see. So is the error result
+// that replaces one whose structuredContent does not fit the tool's
+// outputSchema (or is missing), with a notice. Errors wrap ErrUnknownTool,
 // ErrDenied, ErrNeedsApproval, ErrDeclined, ErrBadArguments, ErrServerGone,
 // ErrTimeout, ErrClosed, or the context's error. Call is safe for concurrent
 // use.
@@ -276,7 +280,52 @@ func (s *Session) send(ctx context.Context, e *toolEntry, args json.RawMessage, 
 		}
 		return nil, fmt.Errorf("server %s: %w", srv.cfg.Name, err)
 	}
+	if refused := s.checkOutput(e, res); refused != nil {
+		return refused, nil
+	}
 	return cut(res, srv.cfg.MaxOutput, srv.cfg.Name), nil
+}
+
+// checkOutput checks a result against the tool's output schema, which was
+// reviewed with the rest of its definition: a result that is not an error
+// must carry structuredContent that fits it (MCP: a server that declares
+// an output schema must provide structured results that conform). A
+// result that does not is not passed on: checkOutput returns the error
+// result the model gets instead, and adds a notice; nil when the result
+// keeps its contract (or the tool declares none). Neither says more of
+// the server's output than where it does not fit and why, bounded.
+func (s *Session) checkOutput(e *toolEntry, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil || res.IsError || e.output == nil && e.outputProblem == "" {
+		return nil
+	}
+	var why string
+	switch {
+	case e.outputProblem != "":
+		why = "its output schema cannot be checked"
+	case res.StructuredContent == nil:
+		why = "it has no structuredContent"
+	default:
+		b, err := json.Marshal(res.StructuredContent)
+		if err == nil {
+			err = e.output.Check(b)
+		}
+		var ae *schema.ArgumentError
+		switch {
+		case errors.As(err, &ae) && ae.Pointer != "":
+			why = "structuredContent" + ae.Pointer + ": " + ae.Reason
+		case errors.As(err, &ae):
+			why = "structuredContent: " + ae.Reason
+		case err != nil:
+			why = "structuredContent: " + err.Error()
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	why = printable(why, 300)
+	s.addNotice(fmt.Sprintf("tool %s returned a result that does not match its output schema (%s); the model got an error instead", e.Name, why))
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+		"[mcphost: the result of %s did not match its output schema (%s), so it was not passed on]", e.Name, why)}}}
 }
 
 // stopped returns why mcphost stopped the server, or nil.

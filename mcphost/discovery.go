@@ -319,6 +319,10 @@ type prepared struct {
 	// reuses this: nothing changes them (callers get copies).
 	problems map[string]string
 	schemas  map[string]json.RawMessage
+	// output checks structuredContent against the tool's outputSchema
+	// (nil when it has none); outputErr says why it cannot be read.
+	output    *schema.Closed
+	outputErr error
 }
 
 // prepCache finds a listing's prepared work by the exact bytes of a
@@ -421,6 +425,9 @@ func prepareOne(raw json.RawMessage) prepared {
 	if p.closed, p.closeErr = schema.Close(input); p.closeErr != nil {
 		return p
 	}
+	if out := nonNull(p.def.OutputSchema); out != nil {
+		p.output, p.outputErr = schema.Open(out)
+	}
 	profiles := schema.Profiles()
 	p.problems = make(map[string]string, len(profiles))
 	p.schemas = make(map[string]json.RawMessage, len(profiles))
@@ -506,7 +513,16 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		if t.Fields == nil {
 			t.Fields = []string{}
 		}
-		e := &toolEntry{Tool: t, closed: closed, srv: srv, task: asTask}
+		e := &toolEntry{Tool: t, closed: closed, srv: srv, task: asTask, output: p.output}
+		switch {
+		case p.outputErr != nil:
+			e.outputProblem = p.outputErr.Error()
+		case p.output != nil && p.output.CheckProblem != "":
+			e.outputProblem = p.output.CheckProblem
+		}
+		if e.outputProblem != "" && t.Decision != Deny {
+			notices = append(notices, fmt.Sprintf("tool %s: its output schema cannot be checked (%s), so its results are refused", model, printable(e.outputProblem, 200)))
+		}
 		if t.Decision != Deny {
 			rec, notice := srv.pinTool(e, ls)
 			if rec != nil {

@@ -101,7 +101,11 @@
 // followed and cancelled with its call. Servers of either protocol era
 // start (the 2026-07-28 revision's server/discover, else initialize); a
 // 2026 server's questions come as input requests of the call and pass the
-// elicitation gates. ServerInfo.Protocol is the revision each
+// elicitation gates; Options.ElicitURL, if set, is asked about a URL a
+// server wants the person to open (never opened by mcphost). A result's
+// structuredContent is checked against the tool's outputSchema. Prompts
+// that change mid-session (list_changed) are listed and judged again.
+// ServerInfo.Protocol is the revision each
 // server negotiated.
 //
 // # Faults

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -112,6 +114,13 @@ func (srv *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 	if srv.inflight.Load() == 0 && !s.opts.ElicitOutsideCalls {
 		s.logger.Warn("elicitation declined: no call of the server's tools is in flight", "server", srv.cfg.Name)
 		return decline, nil
+	}
+	if req.Params.Mode == "url" {
+		return srv.elicitURL(ctx, req.Params)
+	}
+	if s.opts.Elicit == nil {
+		// Only URL mode is advertised: the go-sdk's own answer.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "client does not support form elicitation"}
 	}
 	er, err := newElicitRequest(srv.cfg.Name, req.Params)
 	if err != nil {
@@ -313,4 +322,94 @@ func elicitDefault(typ string, v any, choices []string) any {
 		return out
 	}
 	return nil
+}
+
+// URLElicitor asks a person whether to open a URL a server names
+// (elicitation/create in URL mode: a sign-in, a payment, anything the
+// server must not see through the client). mcphost never opens it: the
+// person does, outside the agent, or not. It is called as an Elicitor is
+// (same goroutines, same bounds: only while a call of the server's tools
+// is in flight unless Options.ElicitOutsideCalls, at most the server's
+// call_timeout). Its answer is the person's: ElicitAccept (they agreed to
+// open it), ElicitDecline or ElicitCancel; "" declines, and an error is
+// sent to the server as an error.
+type URLElicitor func(ctx context.Context, req ElicitURLRequest) (ElicitAction, error)
+
+// ElicitURLRequest is a server's request that a person open a URL. Every
+// text is made visible (pin.Visible) and so safe to print as it is.
+type ElicitURLRequest struct {
+	// Server is the name of the server that asks.
+	Server string
+	// Message is the server's reason, made visible.
+	Message string
+	// URL is the URL as the server sent it, made visible.
+	URL string
+	// Host is where the URL leads, to show apart from it: the URL's host
+	// (and port) in ASCII, every other character written <U+XXXX>, so a
+	// look-alike letter of another script is visible, and user info
+	// before an "@" is not mistaken for it.
+	Host string
+}
+
+// elicitURL answers a URL-mode elicitation through Options.ElicitURL, or
+// declines it when the agent has none. The URL must be http or https
+// with a host; any other is refused with a notice.
+func (srv *server) elicitURL(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	s := srv.sess
+	decline := &mcp.ElicitResult{Action: string(ElicitDecline)}
+	if s.opts.ElicitURL == nil {
+		s.logger.Warn("URL elicitation declined: the agent has no ElicitURL", "server", srv.cfg.Name)
+		return decline, nil
+	}
+	er, err := newElicitURLRequest(srv.cfg.Name, p)
+	if err != nil {
+		s.addNotice(fmt.Sprintf("server %s asked the person to open a URL mcphost refused to show: %v", srv.cfg.Name, err))
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, srv.cfg.CallTimeout)
+	defer cancel()
+	action, err := s.opts.ElicitURL(ctx, er)
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: the elicitation was not answered: %w", err)
+	}
+	switch action {
+	case "", ElicitDecline:
+		return decline, nil
+	case ElicitAccept, ElicitCancel:
+		return &mcp.ElicitResult{Action: string(action)}, nil
+	}
+	return nil, fmt.Errorf("%w: the URL elicitor answered with action %q", ErrBadElicitation, printable(string(action), 40))
+}
+
+// maxElicitURL bounds the URL a server may ask a person to open.
+const maxElicitURL = 8 << 10
+
+// newElicitURLRequest checks a server's URL-mode elicitation and makes
+// what the URLElicitor sees of it.
+func newElicitURLRequest(server string, p *mcp.ElicitParams) (ElicitURLRequest, error) {
+	er := ElicitURLRequest{Server: server, Message: pin.Visible(p.Message), URL: pin.Visible(p.URL)}
+	if len(p.URL) > maxElicitURL {
+		return er, fmt.Errorf("%w: the URL is longer than %d bytes", ErrBadElicitation, maxElicitURL)
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return er, fmt.Errorf("%w: %s is not an http or https URL with a host", ErrBadElicitation, printable(p.URL, 200))
+	}
+	var b strings.Builder
+	for _, r := range u.Host {
+		if r > 0x20 && r < 0x7f {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "<U+%04X>", r)
+		}
+	}
+	er.Host = b.String()
+	return er, nil
+}
+
+// NewElicitURLRequest makes the ElicitURLRequest a URLElicitor would get
+// for a server's URL-mode elicitation (a URLElicitor's tests use it). Its
+// error wraps ErrBadElicitation for a URL mcphost refuses to show.
+func NewElicitURLRequest(server, message, rawURL string) (ElicitURLRequest, error) {
+	return newElicitURLRequest(server, &mcp.ElicitParams{Mode: "url", Message: message, URL: rawURL})
 }

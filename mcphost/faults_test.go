@@ -610,7 +610,9 @@ func TestBadArgumentsForTheModel(t *testing.T) {
 
 func TestUncheckableSchemaRefused(t *testing.T) {
 	e := newEnv(t)
-	defs := `[{"name":"remote","inputSchema":{"type":"object","properties":{"x":{"$ref":"https://example.com/x.json"}}}}]`
+	// An anchor reference, which mcphost cannot resolve (a remote one is
+	// checked as anything since issue 29: TestRemoteRefCall).
+	defs := `[{"name":"remote","inputSchema":{"type":"object","properties":{"x":{"$ref":"#x"}}}}]`
 	sc := rawFixture(t, e, "raw", defs, "-record", "calls.log")
 	sc.Allow = []string{"remote"}
 	s := e.connect(e.opts(), sc)

@@ -85,14 +85,19 @@ type Options struct {
 	// it. Nil: progress notifications are dropped.
 	OnProgress func(Progress)
 	// Elicit, if set, is asked when a server asks the person something
-	// (elicitation/create, form mode; mcphost advertises the elicitation
-	// capability only then, and never URL mode). Nil: servers are told
-	// mcphost does not support elicitation, and a server that asks anyway
-	// gets an error.
+	// (elicitation/create, form mode; mcphost advertises form elicitation
+	// only then). Nil: servers are told mcphost does not support it, and
+	// a server that asks anyway gets an error.
 	Elicit Elicitor
-	// ElicitOutsideCalls lets a server elicit while no call of its tools
-	// is in flight. Without it such a request is declined at once: a
-	// server should not ask the person things unbidden.
+	// ElicitURL, if set, is asked when a server asks the person to open a
+	// URL (elicitation/create, URL mode; mcphost advertises URL
+	// elicitation only then). mcphost never opens the URL itself. Nil: a
+	// URL-mode request is declined.
+	ElicitURL URLElicitor
+	// ElicitOutsideCalls lets a server elicit (in either mode) while no
+	// call of its tools is in flight. Without it such a request is
+	// declined at once: a server should not ask the person things
+	// unbidden.
 	ElicitOutsideCalls bool
 	// CloseGrace is how long Close waits for a server to exit on its own.
 	// Default DefaultCloseGrace.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -145,6 +146,87 @@ func (s *Session) publishPrompts(srv *server, ls loadedState) []subject {
 	return recs
 }
 
+// promptsChanged handles notifications/prompts/list_changed: it marks the
+// server's prompts as re-listing at once (GetPrompt waits), then re-lists
+// and re-pins them in the background with the session's reviews, as
+// Connect does: first sights are recorded where trusted, and a prompt
+// that changed since its review is a notice and cannot be got until a
+// person re-reviews it. Notifications during a re-list make one more, at
+// most maxRelistRounds in a row; past that the server's prompts are
+// withdrawn until Restart.
+func (srv *server) promptsChanged(gen uint64) {
+	s := srv.sess
+	srv.mu.Lock()
+	if srv.gen != gen || srv.stopErr != nil || srv.state != ServerRunning {
+		srv.mu.Unlock()
+		return
+	}
+	if srv.promptsRelisting != nil {
+		srv.promptsDirty = true
+		srv.mu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	srv.promptsRelisting = done
+	srv.mu.Unlock()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		for round := 1; ; round++ {
+			t := time.NewTimer(relistInterval) // as for tools: coalesce a burst
+			select {
+			case <-t.C:
+			case <-done: // closed by close: the server is going
+			}
+			t.Stop()
+			srv.mu.Lock()
+			stale := srv.gen != gen || srv.promptsRelisting != done
+			srv.promptsDirty = false
+			srv.mu.Unlock()
+			if !stale {
+				s.recordFirstSight(s.publishPrompts(srv, s.loadPins(context.Background())))
+				s.logger.Info("server prompts changed", "server", srv.cfg.Name)
+			}
+			srv.mu.Lock()
+			again := !stale && srv.promptsDirty && srv.promptsRelisting == done
+			unsettled := again && round >= maxRelistRounds
+			if unsettled {
+				srv.prompts = nil
+			}
+			if !again || unsettled {
+				if srv.promptsRelisting == done {
+					srv.promptsRelisting = nil
+					close(done)
+				}
+				srv.mu.Unlock()
+				if unsettled {
+					s.addNotice(fmt.Sprintf("server %s: its prompts did not settle (it sent notifications/prompts/list_changed during each of %d re-lists in a row); they are withdrawn until Restart", srv.cfg.Name, maxRelistRounds))
+				}
+				return
+			}
+			srv.mu.Unlock()
+		}
+	}()
+}
+
+// promptsListed waits, no longer than ctx, until no re-list of the
+// server's prompts is pending.
+func (srv *server) promptsListed(ctx context.Context) error {
+	for {
+		srv.mu.Lock()
+		ch := srv.promptsRelisting
+		srv.mu.Unlock()
+		if ch == nil {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // distrustPrompt makes a first-seen prompt that could not be recorded
 // PinUnpinned: without a record, a later change could not be caught.
 func (s *Session) distrustPrompt(r subject) {
@@ -211,6 +293,17 @@ func (s *Session) GetPrompt(ctx context.Context, server, name string, args map[s
 	cs, err := srv.session()
 	if err != nil {
 		return nil, fmt.Errorf("mcphost: get prompt: %w", err)
+	}
+	// After prompts/list_changed, the prompt is judged as re-listed.
+	wctx, wcancel := context.WithTimeout(ctx, srv.cfg.CallTimeout)
+	err = srv.promptsListed(wctx)
+	wcancel()
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	default:
+		return nil, fmt.Errorf("mcphost: get prompt %q: %w: the prompts of [mcp.%s] were being re-listed after notifications/prompts/list_changed and did not settle within its call_timeout %v", printable(name, 80), ErrTimeout, server, srv.cfg.CallTimeout)
 	}
 	p, ok := srv.prompt(name)
 	if !ok {

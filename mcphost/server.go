@@ -72,6 +72,11 @@ type server struct {
 
 	inflight atomic.Int32 // calls of its tools in flight
 	prompts  []*Prompt    // its prompts as pinned; under mu
+	// promptsRelisting is non-nil while a prompts/list_changed re-list
+	// runs (closed when done), promptsDirty whether another came meanwhile;
+	// under mu.
+	promptsRelisting chan struct{}
+	promptsDirty     bool
 }
 
 // startError is a failure to start, with the phase it happened in.
@@ -133,29 +138,43 @@ func (srv *server) start(ctx context.Context) error {
 		func(err error) { srv.stop(gen, fmt.Errorf("it sent a message mcphost cannot read: %w", err)) },
 		func(err error) { srv.stop(gen, err) })
 	tap.progress = srv.onProgress
+	tap.promptsChanged = func() { srv.promptsChanged(gen) }
+	tap.resourcesChanged = func() {
+		s.logger.Debug("server resources changed", "server", cfg.Name) // data: nothing pinned to re-judge; debug, as a server may send any number
+	}
 	tap.stray = func(start []byte, n, row int) { srv.strayLine(gen, start, n) }
 	// Roots and logging are deprecated from protocol 2026-07-28 on, but
 	// servers of the 2025-11-25 era (the filesystem reference server among
 	// them) use roots to learn their directory; a 2026 server asks for them
 	// in an input request, which the go-sdk answers from the same list.
-	// Advertise roots, and only the worktree, and elicitation (form mode)
-	// when the agent can ask a person; no sampling. The go-sdk answers
+	// Advertise roots, and only the worktree, and elicitation in each mode
+	// the agent has a hook for (form: Elicit, URL: ElicitURL); no sampling. The go-sdk answers
 	// requests for anything else with a JSON-RPC error.
 	//lint:ignore SA1019 see above: roots are current in the version mcphost speaks
 	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
 	var elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
-	if s.opts.Elicit != nil {
-		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
+	if s.opts.Elicit != nil || s.opts.ElicitURL != nil {
+		caps.Elicitation = &mcp.ElicitationCapabilities{}
 		elicit = srv.elicit
 	}
-	// The tap sees notifications/tools/list_changed in stream order and
-	// re-lists (toolsChanged); the handler is here because a server of the
-	// 2026-07-28 era sends it only on a subscriptions/listen stream, which
-	// the go-sdk opens only for a client with a handler.
+	if s.opts.Elicit != nil {
+		caps.Elicitation.Form = &mcp.FormElicitationCapabilities{}
+	}
+	if s.opts.ElicitURL != nil {
+		caps.Elicitation.URL = &mcp.URLElicitationCapabilities{}
+	}
+	// The tap sees notifications/tools/list_changed and
+	// prompts/list_changed in stream order and re-lists (toolsChanged,
+	// promptsChanged); the handlers are here because a server of the
+	// 2026-07-28 era sends them only on a subscriptions/listen stream,
+	// which the go-sdk opens only for a client with a handler (resources
+	// too, so the go-sdk's cache of their list is dropped on a change).
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: Version}, &mcp.ClientOptions{
-		Capabilities:           caps,
-		ElicitationHandler:     elicit,
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+		Capabilities:               caps,
+		ElicitationHandler:         elicit,
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) {},
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) {},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {},
 		//lint:ignore SA1019 see above: server log messages go to the host's logger
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			s.logger.Debug("server log", "server", cfg.Name, "level", req.Params.Level, "logger", req.Params.Logger)
@@ -426,6 +445,10 @@ func (srv *server) close(state ServerState) error {
 		close(srv.relisting)
 		srv.relisting = nil
 	}
+	if srv.promptsRelisting != nil {
+		close(srv.promptsRelisting)
+		srv.promptsRelisting = nil
+	}
 	srv.mu.Unlock()
 	var err error
 	// The process first: proc.Close closes stdin (the stdio shutdown the
@@ -488,8 +511,10 @@ type ServerInfo struct {
 	// are enforced (a cgroup or rlimits, with the numbers); "" when it is
 	// unconfined or not running.
 	Limits string `json:"limits,omitempty"`
-	// Lacks lists what the server's confinement lacks compared with the
-	// full one (the reduced tier, on a host without user namespaces).
+	// Lacks lists what the server's confinement lacks: compared with the
+	// full tier (the reduced tier, on a host without user namespaces), and
+	// the kernel budgets a non-root host's servers still share with the
+	// person (descriptors in flight, pipe pages, their process count).
 	Lacks []string `json:"lacks,omitempty"`
 	Tools int      `json:"tools"`
 	Error string   `json:"error,omitempty"`

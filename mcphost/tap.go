@@ -43,14 +43,19 @@ var errStopped = errors.New("mcphost stopped the server")
 // person reviews and what the digest covers must be what the server sent, so
 // mcphost takes tool definitions from these raw results instead.
 //
-// It also sees notifications/tools/list_changed in stream order, before any
-// response that follows it on the wire, so the server can be marked as
-// re-listing before a call that the server answered after changing its tools
-// returns. (The go-sdk runs notification handlers asynchronously.)
+// It also sees notifications/tools/list_changed (and prompts/list_changed)
+// in stream order, before any response that follows it on the wire, so the
+// server can be marked as re-listing before a call that the server answered
+// after changing its tools returns. (The go-sdk runs notification handlers
+// asynchronously.)
 type listTap struct {
 	changed func()      // called on notifications/tools/list_changed
 	broken  func(error) // called when reading the connection fails
 	stop    func(error) // called when the server breaks a bound: stop it
+	// promptsChanged and resourcesChanged, if set, are called on
+	// notifications/prompts/list_changed and
+	// notifications/resources/list_changed, in stream order too.
+	promptsChanged, resourcesChanged func()
 	// progress, if set, is called with the params of each
 	// notifications/progress, in stream order: before the response of
 	// the call it is about (the go-sdk's handlers run asynchronously, so
@@ -447,6 +452,14 @@ func (c *tapConn) read(ctx context.Context) (jsonrpc.Message, error) {
 		switch msg.Method {
 		case "notifications/tools/list_changed":
 			c.tap.changed()
+		case "notifications/prompts/list_changed":
+			if c.tap.promptsChanged != nil {
+				c.tap.promptsChanged()
+			}
+		case "notifications/resources/list_changed":
+			if c.tap.resourcesChanged != nil {
+				c.tap.resourcesChanged()
+			}
 		case "notifications/progress":
 			if c.tap.progress != nil {
 				c.tap.progress(msg.Params)

@@ -215,6 +215,11 @@ type toolEntry struct {
 	reviewed json.RawMessage
 	// task: the tool can only be called as a task (taskSupport required).
 	task bool
+	// output checks a result's structuredContent against the tool's
+	// outputSchema (nil: it has none); outputProblem, when not "", says
+	// why that schema cannot be read (checkOutput then refuses).
+	output        *schema.Closed
+	outputProblem string
 }
 
 // Tools returns the tools to offer the model: every tool whose decision is

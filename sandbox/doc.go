@@ -181,15 +181,23 @@
 // the server has no controlling terminal to push keystrokes into. The IPC
 // namespace isolates System V IPC and POSIX message queues.
 //
-// Identity. A root host's servers do not run as root: the helper starts
-// the server as ServerID (2147483632), with no supplementary group, so
-// root-only files under the paths it may read (/etc/shadow, a 0600 key in
-// /opt) are closed to it by file permissions. Every granted path outside
-// the system directories (the worktree, TMPDIR, the Read and Write paths,
-// the program's own directory) is bound from an idmapped mount that maps
-// that path's owner to ServerID: the server uses them as their owner may,
-// and a file it creates in the worktree belongs on disk to the worktree's
-// owner, as one the person made would. Confinement reports "+unprivileged".
+// Identity. A root host's servers do not run as root, nor as one shared
+// identity: the helper starts each server as a uid (and gid) of its own,
+// ServerID - k for the lowest slot k below ServerIDSlots that no live
+// server of any root host on the machine holds (2147479537 to 2147483632;
+// the slots are flock(2) locks in /run/mcphost-server-ids, held by the
+// host until the server's helper, and so its last process, is gone: see
+// serverid_linux.go), with no supplementary group. So root-only files
+// under the paths it may read (/etc/shadow, a 0600 key in /opt) are
+// closed to it by file permissions, and what the kernel counts per user
+// (inotify instances, RLIMIT_NPROC's processes, queued signals) it counts
+// for each server alone: one server cannot take another's. Every granted
+// path outside the system directories (the worktree, TMPDIR, the Read and
+// Write paths, the program's own directory) is bound from an idmapped
+// mount that maps that path's owner to the server's uid: the server uses
+// them as their owner may, and a file it creates in the worktree belongs
+// on disk to the worktree's owner, as one the person made would.
+// Confinement reports "+unprivileged".
 // A file system without idmapped mounts makes Start fail (ErrUnsupported):
 // run such a host as an ordinary user.
 //
@@ -202,8 +210,13 @@
 // says so, as it says how many forks and threads the process limit
 // refused. Cgroups a killed host could not remove are removed by the next
 // start beside them (a cgroup's name says which host process made it).
-// Elsewhere RLIMIT_NPROC, which in the server's own user namespace
-// counts only its processes, and RLIMIT_DATA, per process, stand in. TMPDIR
+// Elsewhere RLIMIT_NPROC, which counts only the server's processes (in
+// its own user namespace, or as a root host's server, under its own uid),
+// and RLIMIT_DATA, per process, stand in. The full tier also caps, per
+// server, the kernel budgets the kernel counts per user (see Limits):
+// in a non-root host's server's own user namespace its inotify and
+// fanotify limits (a quarter of the host's), and in both cases
+// RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE, RLIMIT_MEMLOCK and RLIMIT_NOFILE. TMPDIR
 // and /dev/shm are each a tmpfs of the Tmp size (ENOSPC past it). In both
 // tiers RLIMIT_FSIZE bounds each file the server writes, anywhere: past it
 // a write fails with EFBIG or, where the process does not ignore SIGXFSZ,
@@ -278,11 +291,18 @@
 //   - Without a cgroup (an ordinary user's host, or a root host that cannot
 //     make one), memory is bounded per process, not for the server as a
 //     whole, and only its private data (RLIMIT_DATA): shared memory (a
-//     memfd, MAP_SHARED, its two tmpfs mounts) is not bounded at all, and a root host's servers then have no process bound (they
-//     share ServerID, whose RLIMIT_NPROC would count them together). CPU
+//     memfd, MAP_SHARED, its two tmpfs mounts) is not bounded at all. CPU
 //     time is not bounded, nor the disk space the worktree, the Write
 //     paths and a Home (not TempHome) take together: only each file's size
 //     is (Limits.FileSize).
+//   - A non-root host's servers run as the person outside their user
+//     namespaces, so what the kernel counts per user with no cap a
+//     namespace or an rlimit sets is shared with the person: descriptors
+//     in flight in unread SCM_RIGHTS messages, pipe buffer pages
+//     (fs.pipe-user-pages-soft), and the person's own process count.
+//     Process.Lacks lists them. The per-server caps of the rest are each
+//     a share, not a reservation: many servers together can still use up
+//     the person's inotify instances.
 //   - Group write is not refused (chmod 0664 works): on systems that give
 //     each user a group of their own it reaches nobody else, and copies
 //     that keep a file's mode need it there. Where the person's files

@@ -246,6 +246,12 @@ func (h *helper) enterMounts(s *spec) (userNS bool, code int) {
 		h.fail(err)
 		return userNS, exitNoConfin
 	}
+	if len(s.UserNSLimits) > 0 {
+		if err := setUserNSLimits(s.UserNSLimits, userNS); err != nil {
+			h.fail(err)
+			return userNS, exitNoConfin
+		}
+	}
 	if s.Proxy != 0 {
 		if err := openProxyListener(helperIdmapFD+len(s.Idmap), s.Proxy); err != nil {
 			h.fail(failedStep("the network proxy's listener", err))
@@ -253,6 +259,34 @@ func (h *helper) enterMounts(s *spec) (userNS bool, code int) {
 		}
 	}
 	return userNS, 0
+}
+
+// setUserNSLimits writes limits to /proc/sys/user in the helper's user
+// namespace, which must be one of its own (userNS): the files show the
+// limits of the opener's user namespace, and in the initial one they are
+// the machine's. The fresh /proc is in view by now; the helper holds
+// CAP_SYS_RESOURCE in its namespace, which writing them needs.
+func setUserNSLimits(limits map[string]int64, userNS bool) error {
+	if !userNS {
+		return failedStep("capping the kernel budgets", errors.New("the helper is not in a user namespace of its own, where /proc/sys/user would be the machine's"))
+	}
+	for _, name := range userNSLimitNames {
+		v, ok := limits[name]
+		if !ok {
+			continue
+		}
+		f, err := os.OpenFile("/proc/sys/user/"+name, os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.WriteString(strconv.FormatInt(v, 10))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return unsupportedStep("setting /proc/sys/user/"+name+" in the server's user namespace", err)
+		}
+	}
+	return nil
 }
 
 // runReduced is the reduced tier, for a host that may not create a user
@@ -401,18 +435,30 @@ func confineAndStart(s *spec, rules []llRule, abi int) (pid, listener int, err e
 	}
 	// Limits are a process's, not a thread's: set here, just before the
 	// server is forked, they bind the helper too, which forks nothing else.
+	// The kernel budgets only lower what the helper has (lower: true).
 	for _, l := range []struct {
 		resource int
 		name     string
 		value    int64
+		lower    bool
 	}{
-		{unix.RLIMIT_NPROC, "RLIMIT_NPROC", int64(s.NProc)}, {unix.RLIMIT_DATA, "RLIMIT_DATA", s.Data},
-		{unix.RLIMIT_FSIZE, "RLIMIT_FSIZE", s.FileSize},
+		{unix.RLIMIT_NPROC, "RLIMIT_NPROC", int64(s.NProc), false}, {unix.RLIMIT_DATA, "RLIMIT_DATA", s.Data, false},
+		{unix.RLIMIT_FSIZE, "RLIMIT_FSIZE", s.FileSize, false},
+		{unix.RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING", s.SigPending, true}, {unix.RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE", s.MsgQueue, true},
+		{unix.RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK", s.MemLock, true}, {unix.RLIMIT_NOFILE, "RLIMIT_NOFILE", s.NoFile, true},
 	} {
 		if l.value <= 0 {
 			continue
 		}
 		lim := unix.Rlimit{Cur: uint64(l.value), Max: uint64(l.value)}
+		if l.lower {
+			var cur unix.Rlimit
+			if err := unix.Prlimit(0, l.resource, nil, &cur); err != nil {
+				unix.Close(listener)
+				return 0, -1, unsupportedStep("reading "+l.name, err)
+			}
+			lim.Cur, lim.Max = min(cur.Cur, lim.Cur), min(cur.Max, lim.Max)
+		}
 		if err := unix.Prlimit(0, l.resource, &lim, nil); err != nil {
 			unix.Close(listener)
 			return 0, -1, unsupportedStep("setting "+l.name, err)

@@ -14,20 +14,22 @@ import (
 
 // A root host's servers do not run as root. Started by root, the helper
 // builds the sandbox with root's privileges and then starts the server as
-// ServerID, an identity that owns nothing on the host: root-only files
-// (/etc/shadow, a 0600 key under a system path) are closed to it by plain
-// file permissions, whatever Landlock grants.
+// a uid of its own from the range below ServerID (serverid_linux.go), an
+// identity that owns nothing on the host: root-only files (/etc/shadow, a
+// 0600 key under a system path) are closed to it by plain file
+// permissions, whatever Landlock grants.
 //
 // The paths granted outside the system directories (the worktree, the
 // private TMPDIR, read and write grants, the program's own directory) are
-// shown to it through idmapped mounts that map each path's owner to
-// ServerID: the server may use them as their owner may, and what it
+// shown to it through idmapped mounts that map each path's owner to the
+// server's uid: the server may use them as their owner may, and what it
 // creates there is owned on disk by that owner (the person's files stay
 // the person's). System directories are never idmapped.
 
-// ServerID is the user and group ID under which a root host's servers run.
-// It is below 2^31 (some programs treat IDs as signed) and far above the
-// ranges distributions hand out to users and services.
+// ServerID is the highest of the user and group IDs under which a root
+// host's servers run, each its own: ServerID - k for a slot k below
+// ServerIDSlots. They are below 2^31 (some programs treat IDs as signed)
+// and far above the ranges distributions hand out to users and services.
 const ServerID = 0x7ffffff0
 
 // userNSArg0 is the argv[0] under which the host starts a process whose
@@ -41,24 +43,25 @@ func holdUserNS() {
 	os.Exit(0)
 }
 
-// dropsRoot reports whether servers started by this host run as ServerID:
+// dropsRoot reports whether servers started by this host run as a server uid:
 // the host is root with the privilege to build the namespaces itself.
 func dropsRoot() bool { return os.Geteuid() == 0 && !useUserNS() }
 
 // idmaps caches, for the life of the host process, one user namespace per
-// owner (uid, gid) mapping that owner to ServerID. Creating one costs a
-// process start; a host sees few owners.
+// owner (uid, gid) and server uid, mapping that owner to that server uid.
+// Creating one costs a process start; a host sees few owners, and takes
+// the lowest free server uids.
 var idmaps struct {
 	mu  sync.Mutex
-	fds map[[2]uint32]int
+	fds map[[3]uint32]int
 }
 
 // ownerUserNS returns a descriptor of a user namespace that maps uid and
-// gid to ServerID and nothing else. The descriptor stays open and cached.
-func ownerUserNS(uid, gid uint32) (int, error) {
+// gid to as and nothing else. The descriptor stays open and cached.
+func ownerUserNS(uid, gid, as uint32) (int, error) {
 	idmaps.mu.Lock()
 	defer idmaps.mu.Unlock()
-	key := [2]uint32{uid, gid}
+	key := [3]uint32{uid, gid, as}
 	if fd, ok := idmaps.fds[key]; ok {
 		return fd, nil
 	}
@@ -70,8 +73,8 @@ func ownerUserNS(uid, gid uint32) (int, error) {
 		Dir:  "/",
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:  unix.CLONE_NEWUSER,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: int(uid), HostID: ServerID, Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: int(gid), HostID: ServerID, Size: 1}},
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: int(uid), HostID: int(as), Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: int(gid), HostID: int(as), Size: 1}},
 			Pdeathsig:   syscall.SIGKILL,
 		},
 	}
@@ -98,16 +101,16 @@ func ownerUserNS(uid, gid uint32) (int, error) {
 		return -1, fmt.Errorf("opening the user namespace for idmapped mounts: %w", err)
 	}
 	if idmaps.fds == nil {
-		idmaps.fds = make(map[[2]uint32]int)
+		idmaps.fds = make(map[[3]uint32]int)
 	}
 	idmaps.fds[key] = fd
 	return fd, nil
 }
 
 // idmappedTree returns a detached copy of the mount tree at p (opened
-// without following links), idmapped so that p's owner appears as
-// ServerID.
-func idmappedTree(p string) (*os.File, error) {
+// without following links), idmapped so that p's owner appears as the
+// server uid as.
+func idmappedTree(p string, as uint32) (*os.File, error) {
 	src, err := openNoSymlinks(p)
 	if err != nil {
 		return nil, err
@@ -117,7 +120,7 @@ func idmappedTree(p string) (*os.File, error) {
 	if err := unix.Fstat(src, &st); err != nil {
 		return nil, fmt.Errorf("fstat %s: %w", p, err)
 	}
-	ns, err := ownerUserNS(st.Uid, st.Gid)
+	ns, err := ownerUserNS(st.Uid, st.Gid, as)
 	if err != nil {
 		return nil, err
 	}

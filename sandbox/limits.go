@@ -1,5 +1,10 @@
 package sandbox
 
+import (
+	"os"
+	"sync"
+)
+
 // Limits bound what one server may use of the machine. The zero value of
 // each field means its default; the defaults are on for every confined
 // server (Config.Off ignores Limits).
@@ -31,6 +36,33 @@ package sandbox
 //     limit when the server itself ended so. It bounds each file, not their sum: the worktree and the
 //     Write paths lie on the person's own file systems, where nothing
 //     bounds how many files a server writes.
+//
+// Besides these, the full tier caps, for each server, the kernel budgets
+// that the kernel counts per user and lets a user namespace or an rlimit
+// cap (not configurable; Process.Limits does not list them):
+//
+//   - In the server's own user namespace (a host that is not root), the
+//     limits in its /proc/sys/user: max_inotify_instances,
+//     max_inotify_watches, max_fanotify_groups and max_fanotify_marks
+//     are set to a quarter of the host's own (on a default kernel 32
+//     inotify instances of the 128 a user has, and 32 fanotify groups).
+//     The kernel counts every process of the namespace against them, and
+//     against the person's own limits above: without them a server could
+//     take all 128 inotify instances and leave the person's editor with
+//     EMFILE (inside a new user namespace they are unlimited).
+//   - RLIMIT_SIGPENDING (queued signals, serverSigPending = 1024),
+//     RLIMIT_MSGQUEUE (POSIX message queue bytes, 256 KiB), RLIMIT_MEMLOCK
+//     (locked memory, 8 MiB) and RLIMIT_NOFILE (open descriptors per
+//     process, 16384), each lowered to that where the host has more. The
+//     first three the kernel counts per user in each user namespace, so
+//     in the server's own namespace they count the server's processes
+//     together.
+//
+// What the kernel counts per user without a per-namespace cap is not
+// capped per server: descriptors in flight in unread SCM_RIGHTS messages,
+// pipe buffer pages (fs.pipe-user-pages-soft) and, beyond
+// Limits.Processes, the person's own process count. A non-root host's
+// Process.Lacks lists them.
 type Limits struct {
 	// Processes bounds the server's processes and threads together;
 	// default DefaultMaxProcesses.
@@ -68,4 +100,55 @@ func (l Limits) withDefaults() Limits {
 		l.FileSize = DefaultMaxFileSize
 	}
 	return l
+}
+
+// The rlimits of the kernel budgets each confined server of the full tier
+// starts with (see Limits); a host with less keeps its own.
+const (
+	serverSigPending = 1024
+	serverMsgQueue   = 256 << 10
+	serverMemLock    = 8 << 20
+	serverNoFile     = 16384
+)
+
+// userNSLimitNames are the limits in /proc/sys/user that the helper sets
+// in a server's own user namespace: the kernel's per-user caps on
+// inotify and fanotify, which it checks in every user namespace up to
+// the initial one.
+var userNSLimitNames = []string{"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks"}
+
+// userNSLimitDefaults are the kernel's traditional defaults of those
+// limits, which stand in for the host's own where it has none of its own
+// (a host in a user namespace of its own sees them unlimited).
+var userNSLimitDefaults = map[string]int64{
+	"max_inotify_instances": 128, "max_inotify_watches": 8192,
+	"max_fanotify_groups": 128, "max_fanotify_marks": 8192,
+}
+
+// isUserNSLimit reports whether name is one of userNSLimitNames.
+func isUserNSLimit(name string) bool {
+	for _, n := range userNSLimitNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// serverIDLease is one of the uids a root host's servers run as, held
+// until release (serverid_linux.go).
+type serverIDLease struct {
+	uid  uint32
+	f    *os.File
+	once sync.Once
+}
+
+// release frees the uid: only once no process of its server is left. It
+// empties the lock file, which says the server ended cleanly, and drops
+// the lock.
+func (l *serverIDLease) release() {
+	l.once.Do(func() {
+		l.f.Truncate(0)
+		l.f.Close()
+	})
 }

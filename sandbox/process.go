@@ -169,7 +169,10 @@ type Process struct {
 	limits   string   // how Limits are enforced, for Limits()
 	fileSize int64    // the server's RLIMIT_FSIZE, for ExitStatus; 0 if none
 	reduced  bool     // confined in the reduced tier: no namespaces
-	lacks    []string // what the reduced tier lacks, for Lacks()
+	lacks    []string // what the confinement lacks, for Lacks()
+	// lease, on a root host, holds the server's uid; run frees it once
+	// the helper has been reaped.
+	lease *serverIDLease
 	// removeCgroup removes the server's cgroup once it is empty, and
 	// limitHits says which of its limits the kernel enforced on the
 	// server (cgroup.hits); both nil without a cgroup.
@@ -185,8 +188,11 @@ type Process struct {
 }
 
 // Lacks lists, in words for a person, what the confinement of this server
-// lacks compared with the full one (the reduced tier, on a host that may
-// not create user namespaces); nil when it is fully confined or Off.
+// lacks: compared with the full one (the reduced tier, on a host that may
+// not create user namespaces), or, in the full tier of a host that is not
+// root, the person's kernel budgets it still shares (descriptors in
+// flight, pipe pages, the person's process count); nil for a root host's
+// fully confined server or Off.
 func (p *Process) Lacks() []string { return p.lacks }
 
 // Limits says how the server's Limits are enforced here: by a cgroup or by

@@ -100,6 +100,10 @@ func reduce(sp *spec) error {
 	// RLIMIT_NPROC would count every process of the user, not the
 	// server's: only the per-process memory bound is kept.
 	sp.NProc = 0
+	// Without a user namespace of its own, the per-user counts behind
+	// these would be the person's: the server would fail when the
+	// person's own use reached them. Descriptors stay bounded per process.
+	sp.UserNSLimits, sp.SigPending, sp.MsgQueue, sp.MemLock = nil, 0, 0, 0
 	write, read, err := splitWritable(sp.Write, sp.Protect)
 	if err != nil {
 		return err

@@ -559,7 +559,7 @@ func TestRootHostUnprivileged(t *testing.T) {
 	}
 	s.check(t, ops)
 	status := s.must("status").Out
-	want := strconv.Itoa(ServerID)
+	want := serverUID(t, status)
 	for _, field := range []string{"Uid", "Gid"} {
 		if got := strings.Fields(statusField(status, field)); len(got) != 4 || got[0] != want || got[1] != want || got[2] != want || got[3] != want {
 			t.Errorf("%s: %v, want %s four times", field, got, want)

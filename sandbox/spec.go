@@ -94,6 +94,21 @@ type spec struct {
 	// FileSize, when positive, is the RLIMIT_FSIZE the server starts
 	// with, in both tiers: no file it writes grows past it.
 	FileSize int64 `json:"file_size,omitempty"`
+	// SigPending, MemLock, MsgQueue and NoFile, when positive, bound the
+	// server's RLIMIT_SIGPENDING, RLIMIT_MEMLOCK, RLIMIT_MSGQUEUE and
+	// RLIMIT_NOFILE (full tier; kernelBudgets). They only lower: a limit
+	// the helper has below one of them stays.
+	SigPending int64 `json:"sigpending,omitempty"`
+	MemLock    int64 `json:"memlock,omitempty"`
+	MsgQueue   int64 `json:"msgqueue,omitempty"`
+	NoFile     int64 `json:"nofile,omitempty"`
+	// UserNSLimits are values the helper writes to /proc/sys/user/NAME
+	// in the server's own user namespace (names of userNSLimitNames):
+	// the kernel's per-namespace caps on inotify and fanotify, which
+	// count every process of the namespace. Only a helper in a user
+	// namespace of its own may have them: elsewhere they would be the
+	// machine's.
+	UserNSLimits map[string]int64 `json:"userns_limits,omitempty"`
 	// Tmp is the server's TMPDIR, one of Write, which the helper mounts
 	// as a tmpfs of TmpSize bytes instead of binding it; /dev/shm gets
 	// the same size.
@@ -104,6 +119,11 @@ type spec struct {
 	idmapFiles []*os.File
 	// proxy serves the connections to the proxy port, on the host's side.
 	proxy Proxy
+	// lease, on a root host, holds the server's uid (RunAs) until its
+	// helper is gone; leaseTaken says launch handed it to a Process,
+	// which frees it then.
+	lease      *serverIDLease
+	leaseTaken bool
 }
 
 // encodeSpec returns the bytes the host writes to the helper's spec pipe.
@@ -166,7 +186,7 @@ func (s *spec) check() error {
 	if s.Probe && s.Off {
 		return errors.New("probe and off together")
 	}
-	if s.Reduced && (s.Off || len(s.Hide) > 0 || len(s.Links) > 0 || len(s.Idmap) > 0 || len(s.Cgroups) > 0 || s.Tmp != "" || len(s.Protect) > 0) {
+	if s.Reduced && (s.Off || len(s.Hide) > 0 || len(s.Links) > 0 || len(s.Idmap) > 0 || len(s.Cgroups) > 0 || s.Tmp != "" || len(s.Protect) > 0 || len(s.UserNSLimits) > 0) {
 		return errors.New("reduced with namespaces' settings")
 	}
 	if !s.Probe {
@@ -191,8 +211,14 @@ func (s *spec) check() error {
 			}
 		}
 	}
-	if s.NProc < 0 || s.Data < 0 || s.TmpSize < 0 || s.FileSize < 0 || s.HomeSize < 0 {
+	if s.NProc < 0 || s.Data < 0 || s.TmpSize < 0 || s.FileSize < 0 || s.HomeSize < 0 ||
+		s.SigPending < 0 || s.MemLock < 0 || s.MsgQueue < 0 || s.NoFile < 0 {
 		return errors.New("negative limit")
+	}
+	for name, v := range s.UserNSLimits {
+		if !isUserNSLimit(name) || v <= 0 || v > 1<<31-1 {
+			return fmt.Errorf("user namespace limit %s = %d", name, v)
+		}
 	}
 	if s.Tmp != "" && !isCanonical(s.Tmp) {
 		return fmt.Errorf("tmp %q is not a clean absolute path", s.Tmp)

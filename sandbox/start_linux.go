@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -108,7 +109,21 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			sp.HomeSize = cfg.Limits.withDefaults().Tmp
 		}
 		if dropsRoot() {
-			if err := runUnprivileged(sp); err != nil {
+			lease, err := takeServerID()
+			if err != nil {
+				cleanup()
+				return nil, unsupported(cfg.Name, "no uid of its own for the server: "+err.Error()+"; or run the host as an ordinary user")
+			}
+			sp.lease = lease
+			// launch hands the lease to the helper's Process, which
+			// frees it once the helper, and so every process of the
+			// server, is gone; until then it is this start's to free.
+			defer func() {
+				if !sp.leaseTaken {
+					lease.release()
+				}
+			}()
+			if err := runUnprivileged(sp, lease.uid); err != nil {
 				cleanup()
 				if errors.Is(err, unix.ELOOP) {
 					// A granted path checked a moment ago is now a
@@ -155,6 +170,9 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		return nil, err
 	}
 	p.limits = limits
+	if !cfg.Off && !sp.Reduced && userNS {
+		p.lacks = sharedBudgetLacks()
+	}
 	if sp.Reduced {
 		abi, _ := landlockABI()
 		if opts.maxABI > 0 && abi > opts.maxABI {
@@ -285,6 +303,7 @@ func reduceOrRefuse(cfg *Config, sp *spec, why string) error {
 func applyLimits(sp *spec, name string, l Limits) (*cgroup, string) {
 	sp.TmpSize = l.Tmp
 	sp.FileSize = l.FileSize
+	setKernelBudgets(sp, useUserNS())
 	file := ", " + bytesize.Format(l.FileSize) + "/file"
 	if dropsRoot() {
 		cg, err := newCgroup(name, l)
@@ -292,22 +311,64 @@ func applyLimits(sp *spec, name string, l Limits) (*cgroup, string) {
 			sp.Cgroups = cg.dirs
 			return cg, fmt.Sprintf("cgroup v%d: %d processes, %s memory, %s tmp%s", cg.version, l.Processes, bytesize.Format(l.Memory), bytesize.Format(l.Tmp), file)
 		}
-		// Without a cgroup, a root host's servers all run as ServerID in
-		// the initial user namespace, where RLIMIT_NPROC would count them
-		// together: only the per-process memory bound applies.
+		// Without a cgroup: each server runs as a uid of its own, which
+		// RLIMIT_NPROC counts alone.
+		sp.NProc = l.Processes
 		sp.Data = l.Memory
-		return nil, fmt.Sprintf("rlimits: %s data/process, %s tmp%s; no process bound (no cgroup: %v)", bytesize.Format(l.Memory), bytesize.Format(l.Tmp), file, err)
+		return nil, fmt.Sprintf("rlimits: %d processes, %s data/process, %s tmp%s (no cgroup: %v)", l.Processes, bytesize.Format(l.Memory), bytesize.Format(l.Tmp), file, err)
 	}
 	sp.NProc = l.Processes
 	sp.Data = l.Memory
 	return nil, fmt.Sprintf("rlimits: %d processes, %s data/process, %s tmp%s", l.Processes, bytesize.Format(l.Memory), bytesize.Format(l.Tmp), file)
 }
 
-// runUnprivileged makes the server of sp run as ServerID, with every
+// setKernelBudgets puts into sp the caps on the kernel budgets the kernel
+// counts per user (see Limits): the rlimits, and, when the helper gets a
+// user namespace of its own (userNS), a quarter of each of the host's
+// own /proc/sys/user limits on inotify and fanotify, for the helper to
+// set there. A limit this kernel lacks is left out.
+func setKernelBudgets(sp *spec, userNS bool) {
+	sp.SigPending, sp.MsgQueue, sp.MemLock, sp.NoFile = serverSigPending, serverMsgQueue, serverMemLock, serverNoFile
+	if !userNS {
+		return
+	}
+	for _, name := range userNSLimitNames {
+		b, err := os.ReadFile("/proc/sys/user/" + name)
+		if err != nil {
+			continue // not in this kernel
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || v < 0 {
+			continue
+		}
+		if v >= 1<<31-1 {
+			// Unlimited here (a host in a user namespace of its own): an
+			// ancestor's limit binds, which this host cannot read.
+			v = userNSLimitDefaults[name]
+		}
+		if sp.UserNSLimits == nil {
+			sp.UserNSLimits = make(map[string]int64, len(userNSLimitNames))
+		}
+		sp.UserNSLimits[name] = max(v/4, 1)
+	}
+}
+
+// sharedBudgetLacks lists, for Process.Lacks, what a server in a user
+// namespace of its own still shares with the person: what the kernel
+// counts per user with no cap a namespace or an rlimit could set.
+func sharedBudgetLacks() []string {
+	return []string{
+		"descriptors it keeps in flight in unread unix socket messages (SCM_RIGHTS) count against yours: many in flight make your own programs' sends of descriptors fail (ETOOMANYREFS)",
+		"its pipe buffers count against your pipe pages (fs.pipe-user-pages-soft): many large pipes leave your programs' new pipes at one page",
+		"its processes count against your own process limit (RLIMIT_NPROC) as well as its own (max_processes)",
+	}
+}
+
+// runUnprivileged makes the server of sp run as uid, with every
 // granted path outside the system directories shown through an idmapped
-// mount that maps its owner to ServerID (see ServerID).
-func runUnprivileged(sp *spec) error {
-	sp.RunAs = ServerID
+// mount that maps its owner to uid (see ServerID).
+func runUnprivileged(sp *spec, uid uint32) error {
+	sp.RunAs = uid
 	sys := canonicalExisting(systemReadPaths())
 	var paths []string
 	granted := append(append([]string(nil), sp.Write...), sp.Read...)
@@ -320,7 +381,7 @@ func runUnprivileged(sp *spec) error {
 		}
 	}
 	for _, p := range paths {
-		f, err := idmappedTree(p)
+		f, err := idmappedTree(p, uid)
 		if err != nil {
 			for _, f := range sp.idmapFiles {
 				f.Close()
@@ -849,6 +910,10 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 				// To bring the namespace's loopback up.
 				attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_NET_ADMIN)
 			}
+			if len(sp.UserNSLimits) > 0 {
+				// To lower the namespace's limits in /proc/sys/user.
+				attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SYS_RESOURCE)
+			}
 		}
 	}
 	newCmd := func(path string) *exec.Cmd {
@@ -881,6 +946,7 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 		done:       make(chan struct{}),
 		reportDone: make(chan struct{}),
 		exited:     make(chan struct{}),
+		lease:      sp.lease,
 	}
 	// Queue the spec before the helper exists, so it never waits for it
 	// (a spec fits the pipe's buffer; a larger one is read as written).
@@ -890,6 +956,7 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 		written <- err
 	}()
 	started := make(chan error, 1)
+	sp.leaseTaken = true
 	go p.run(newCmd, path, started)
 	if err := <-started; err != nil {
 		closeFiles(childEnds)
@@ -1004,12 +1071,20 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 		}
 	}
 	if err != nil {
+		if p.lease != nil {
+			p.lease.release()
+		}
 		started <- err
 		return
 	}
 	p.helper = cmd.Process
 	started <- nil
 	cmd.Wait()
+	if p.lease != nil {
+		// The helper, init of the server's PID namespace, is reaped
+		// after every other process of it: the server's uid is free.
+		p.lease.release()
+	}
 	// The report pipe reaches EOF when the helper is gone (nothing else
 	// holds it), so this wait is short.
 	<-p.reportDone

@@ -37,6 +37,14 @@ type doc struct {
 	// validator as it means: Check then refuses every call, and no strict
 	// form is made.
 	uncheckable *finding
+	// remote lists the schemas whose $ref refers outside the document
+	// (a remote or relative URI, allowed since MCP 2026-07-28), with the
+	// finding for each: mcphost fetches nothing a server names, so what
+	// such a reference admits is unknown. It is checked as anything (the
+	// rest of its schema still applies), said in Unchecked, and keeps the
+	// schema from a strict form.
+	remote      map[*jsontree.Value]*finding
+	firstRemote *finding // the first of remote, in document order
 	// malformed is the first annotation whose value has the wrong type:
 	// harmless to checking (annotations are dropped there) but not to a
 	// provider, so it blocks the strict form.
@@ -237,6 +245,17 @@ func (a *doc) walk(s *jsontree.Value, ptr path, isRoot bool) {
 				continue
 			}
 			r, reason := a.resolve(v.Str)
+			if reason == remoteRef {
+				if a.remote == nil {
+					a.remote = map[*jsontree.Value]*finding{}
+				}
+				f := &finding{p.String(), fmt.Sprintf("$ref %s is not checked: it refers outside the schema, and mcphost fetches nothing a server names, so the value there is checked as anything", quote(v.Str))}
+				a.remote[s] = f
+				if a.firstRemote == nil {
+					a.firstRemote = f
+				}
+				continue
+			}
 			if reason != "" {
 				a.failCheck(p, "$ref %s %s", quote(v.Str), reason)
 				continue
@@ -346,6 +365,9 @@ func (a *doc) checkAnnotation(name string, v *jsontree.Value, ptr path) {
 	}
 }
 
+// remoteRef is resolve's reason for a reference outside the document.
+const remoteRef = "refers outside the schema; remote references are not loaded"
+
 // resolve finds what a $ref refers to. Only references into this document
 // are followed ("#" and "#/json/pointer"): the validator is given no
 // loader, so a remote one could not be checked, and mcphost fetches
@@ -356,7 +378,7 @@ func (a *doc) resolve(s string) (ref, string) {
 		return ref{}, fmt.Sprintf("is not a valid URI reference: %v", err)
 	}
 	if u.Scheme != "" || u.Opaque != "" || u.Host != "" || u.Path != "" || u.RawQuery != "" {
-		return ref{}, "refers outside the schema; remote references are not loaded"
+		return ref{}, remoteRef
 	}
 	frag := u.Fragment
 	if frag != "" && frag[0] != '/' {

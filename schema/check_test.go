@@ -288,7 +288,6 @@ func TestUncheckable(t *testing.T) {
 	for _, tc := range []struct{ name, schema, want string }{
 		{"a name given twice", `{"type":"object","properties":{"a":{"type":"string"},"a":{"type":"integer"}}}`, "/properties/a: this name repeats an earlier member"},
 		{"a lone surrogate", `{"type":"object","properties":{"a":{"type":"string","description":"\ud800"}}}`, "(root): a string holds an unpaired UTF-16 surrogate escape"},
-		{"a remote reference", `{"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}`, `/properties/a/$ref: $ref "https://example.com/s.json" refers outside the schema`},
 		{"an anchor reference", `{"type":"object","properties":{"a":{"$ref":"#foo"}},"$defs":{"f":{"$anchor":"foo"}}}`, "names an anchor"},
 		{"a reference to nothing", `{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`, "does not resolve to a schema"},
 		{"a reference into a non-schema", `{"type":"object","properties":{"a":{"$ref":"#/properties"}}}`, "does not resolve to a schema"},

@@ -55,7 +55,8 @@ type Closed struct {
 	Fields []string
 	// Unchecked lists constraints of the original that Check cannot
 	// enforce, as "<json pointer>: <reason>": patterns that Go's regexp
-	// (RE2) cannot compile. The server still receives its own schema's
+	// (RE2) cannot compile, and $refs outside the schema (never fetched:
+	// the value there is checked as anything). The server still receives its own schema's
 	// meaning and may enforce them; everything else is checked.
 	Unchecked []string
 	// CheckProblem, when not "", says why Check refuses every call: the
@@ -81,6 +82,21 @@ type Closed struct {
 // so it does not validate anything against the schema itself: the
 // validator is prepared on a tool's first Check.
 func Close(input json.RawMessage) (*Closed, error) {
+	return closeSchema(input, false)
+}
+
+// Open prepares a schema to check values against as written: a tool's
+// output schema, which its structuredContent must fit. Nothing is closed
+// (an object admits what its schema admits) and no strict form is made,
+// so Schema is Original and Problems is empty; Check, Unchecked and
+// CheckProblem are as for Close, remote references included (checked as
+// anything, and listed in Unchecked). Check's ArgumentError names the
+// place in the value that does not fit, as for arguments.
+func Open(schema json.RawMessage) (*Closed, error) {
+	return closeSchema(schema, true)
+}
+
+func closeSchema(input json.RawMessage, open bool) (*Closed, error) {
 	// Nothing of the tree outlives Close (what it keeps is encoded text
 	// and strings), so the tree is built in a pooled Parser's memory:
 	// discovery closes every tool of every server.
@@ -130,11 +146,19 @@ func Close(input json.RawMessage) (*Closed, error) {
 		return c, nil
 	}
 
+	if open {
+		c.Schema = c.Original
+		c.Unchecked = forValidator(a)
+		c.check = encode(root)
+		c.closed = c.Original
+		return c, nil
+	}
+
 	// The strict forms and their profile checks read the original tree,
 	// so they come before closeObjects and forValidator change it in
 	// place.
 	var forms []profileForm
-	if a.malformed == nil {
+	if a.malformed == nil && a.firstRemote == nil {
 		forms = strictForms(a, Profiles())
 	}
 	var lastForm *jsontree.Value
@@ -142,6 +166,12 @@ func Close(input json.RawMessage) (*Closed, error) {
 	for i, pr := range Profiles() {
 		if a.malformed != nil {
 			c.Problems[pr] = a.malformed.String()
+			continue
+		}
+		if a.firstRemote != nil {
+			// What a remote reference admits is unknown, so no form can
+			// say it strictly.
+			c.Problems[pr] = a.firstRemote.String()
 			continue
 		}
 		f := forms[i]
@@ -345,7 +375,7 @@ func composed(a *doc, s *jsontree.Value) bool {
 			continue
 		}
 		if m.Name == "$ref" {
-			if !pureRef(a, s) {
+			if a.remote[s] != nil || !pureRef(a, s) {
 				return true
 			}
 			continue
@@ -375,7 +405,7 @@ func pureRef(a *doc, s *jsontree.Value) bool {
 // closable reports whether the object schema s declares all it admits;
 // isRoot tells whether it is the schema of the arguments object.
 func closable(a *doc, s *jsontree.Value, isRoot bool) bool {
-	if a.refs[s].target != nil || composed(a, s) {
+	if a.refs[s].target != nil || a.remote[s] != nil || composed(a, s) {
 		return false
 	}
 	if s.Has("additionalProperties") || s.Has("patternProperties") || s.Has("unevaluatedProperties") {
@@ -416,6 +446,17 @@ func forValidator(a *doc) []string {
 	walk = func(s *jsontree.Value, ptr path, isRoot bool) {
 		if s.Kind != jsontree.Object {
 			return
+		}
+		if f := a.remote[s]; f != nil {
+			// The reference is left out: the value there is checked as
+			// anything, and the rest of the schema still applies (before
+			// 2019-09 nothing beside a $ref applies, so nothing does).
+			notes = append(notes, f.String())
+			if a.d == draft07 || a.d == draft06 {
+				s.Obj = []jsontree.Member{} // the root gets its $schema back below
+				return
+			}
+			s.Del("$ref")
 		}
 		kept := s.Obj[:0]
 		tupleItems := false

@@ -110,8 +110,11 @@
 // the same (counts past 32 bits, \uXXXX in patterns, 2019-09 tuples), or,
 // for a pattern RE2 cannot compile (lookaround, backreferences), left out
 // and listed in [Closed.Unchecked]: the server still enforces its own
-// schema. A schema that cannot be read surely (an unknown dialect, a
-// remote or unresolvable $ref, a malformed keyword, a name given twice or
+// schema. So is a $ref to a schema outside the document (a remote or
+// relative URI, allowed in MCP since 2026-07-28): it is never fetched, the
+// value there is checked as anything, and no strict form is made. A
+// schema that cannot be read surely (an unknown dialect, an
+// unresolvable $ref, a malformed keyword, a name given twice or
 // an unpaired surrogate escape, a reference loop no validator can finish) makes Check refuse every call
 // with [ErrUncheckable], and [Closed.CheckProblem] says so from discovery
 // on: a check that guessed could pass what the tool refuses.

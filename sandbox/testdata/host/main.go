@@ -5,13 +5,14 @@
 //
 // Usage:
 //
-//	host -hostile PATH -worktree DIR [-off] [-home DIR] [-private-home DIR] [-no-userns UID] [-full] [-protect P] [-proxy GRANTS] -ops JSON
+//	host -hostile PATH -worktree DIR [-off] [-home DIR] [-private-home DIR] [-no-userns UID] [-full] [-protect P] [-proxy GRANTS] [-lacks] -ops JSON
 //
 // With -no-userns it must start as root of a user namespace of its own: it
 // forbids nested user namespaces there (user.max_user_namespaces = 0),
 // becomes UID with no capability, and only then starts the server, as an
 // ordinary user on a host without user namespaces would. It then also
-// prints a line "lacks: ..." for each thing the confinement lacks.
+// prints a line "lacks: ..." for each thing the confinement lacks (as
+// it does with -lacks).
 //
 // It starts the server, sends it each request of the JSON array ops (each
 // {"op": ..., "args": [...]}), prints a line "confinement: ...", a line
@@ -48,6 +49,7 @@ func main() {
 	memory := flag.Int64("memory", 0, "the server's memory limit in MiB (0: the default)")
 	fileSize := flag.Int64("file-size", 0, "the server's file size limit in MiB (0: the default)")
 	status := flag.Bool("status", false, "print the server's exit status at the end (and go on to it when a request gets no reply)")
+	showLacks := flag.Bool("lacks", false, "print a line \"lacks: ...\" for each thing the confinement lacks")
 	proxyGrants := flag.String("proxy", "", "give the server the network through an egress proxy granting these comma-separated destinations")
 	flag.Parse()
 	if *noUserNS != 0 {
@@ -120,7 +122,7 @@ func main() {
 	}
 	fmt.Println("confinement:", p.Confinement())
 	fmt.Println("tempdir:", p.TempDir())
-	if *noUserNS != 0 {
+	if *noUserNS != 0 || *showLacks {
 		for _, l := range p.Lacks() {
 			fmt.Println("lacks:", l)
 		}

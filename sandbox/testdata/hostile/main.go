@@ -79,6 +79,13 @@ func main() {
 			}
 			fmt.Println(id)
 			return
+		case "inotify-count":
+			// How many inotify instances of up to N this user can
+			// open (the person's editor, beside a server).
+			n, _ := strconv.Atoi(os.Args[2])
+			got, err := holdInotify(n)
+			fmt.Println(got, err)
+			return
 		case "cat":
 			b, err := os.ReadFile(os.Args[2])
 			if err != nil {
@@ -314,6 +321,42 @@ func do(req request) reply {
 		defer syscall.Close(fd)
 		_, err = syscall.InotifyAddWatch(fd, a0, syscall.IN_CREATE)
 		return result("", err)
+	case "inotify-hold":
+		// Open up to N inotify instances and keep them open for the
+		// rest of this process's life: how many it got, and why no
+		// more.
+		n, _ := strconv.Atoi(a0)
+		got, err := holdInotify(n)
+		return result(strconv.Itoa(got), err)
+	case "sigqueue":
+		// Queue up to N real-time signals (with sigqueue, as a program
+		// queues work) to a stopped child, which keeps them pending:
+		// how many were queued, and why no more. The child stays.
+		n, _ := strconv.Atoi(a0)
+		c := exec.Command("/bin/sleep", "600")
+		if err := c.Start(); err != nil {
+			return fail(err)
+		}
+		stopped = append(stopped, c)
+		c.Process.Signal(syscall.SIGSTOP)
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(c.Process.Pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
+			return fail(fmt.Errorf("stopping the child: %v (%v)", err, ws))
+		}
+		var info [128]byte // siginfo_t: signo, errno, code (SI_QUEUE), pid, uid
+		*(*int32)(unsafe.Pointer(&info[0])) = 34 + 2
+		*(*int32)(unsafe.Pointer(&info[8])) = -1
+		*(*int32)(unsafe.Pointer(&info[12])) = int32(os.Getpid())
+		*(*uint32)(unsafe.Pointer(&info[16])) = uint32(os.Getuid())
+		got := 0
+		var err error
+		for ; got < n; got++ {
+			if _, _, e := syscall.Syscall(syscall.SYS_RT_SIGQUEUEINFO, uintptr(c.Process.Pid), 34+2, uintptr(unsafe.Pointer(&info[0]))); e != 0 {
+				err = fmt.Errorf("rt_sigqueueinfo after %d: %w", got, e)
+				break
+			}
+		}
+		return result(strconv.Itoa(got), err)
 	case "xfsz":
 		// Take SIGXFSZ's default action back from Go's runtime (which
 		// ignores it), as a C or Node program has it, then write the file
@@ -738,6 +781,26 @@ func aclOtherWrite() []byte {
 }
 
 // inotifyInit is inotify_init1(IN_CLOEXEC), which arm64 has alone.
+// held keeps the descriptors holdInotify opened; stopped the children
+// "sigqueue" stopped.
+var (
+	held    []int
+	stopped []*exec.Cmd
+)
+
+// holdInotify opens up to n inotify instances and keeps them open,
+// returning how many it opened and why it stopped short, if it did.
+func holdInotify(n int) (int, error) {
+	for i := 0; i < n; i++ {
+		fd, err := inotifyInit()
+		if err != nil {
+			return i, fmt.Errorf("inotify_init1 after %d: %w", i, err)
+		}
+		held = append(held, fd)
+	}
+	return n, nil
+}
+
 func inotifyInit() (int, error) {
 	r, _, e := syscall.RawSyscall(syscall.SYS_INOTIFY_INIT1, syscall.IN_CLOEXEC, 0, 0)
 	if e != 0 {

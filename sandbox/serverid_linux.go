@@ -1,0 +1,130 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// A root host's servers do not share a kernel identity: each runs as a
+// uid of its own, ServerID - k for a slot k below ServerIDSlots (the uids
+// 2147479537 to 2147483632), so that what the kernel counts per user
+// (inotify instances and watches, RLIMIT_NPROC's processes, queued
+// signals, message queue bytes, locked memory) is each server's own, and
+// no server may signal another.
+//
+// A slot is held by a lock: the file serverIDDir/k, locked with flock(2)
+// by the host for as long as a server of that slot may have a process.
+// The kernel drops the lock when the host closes it or dies, so a killed
+// host leaks no slot; every root host on the machine that shares /run
+// takes slots from the same directory, so no two live servers of any of
+// them share a uid. A host takes the lowest slot it can lock, which keeps
+// its cached idmapping namespaces (one per owner and slot) in use.
+//
+// The lock alone would let a slot go as soon as a killed host's lock is
+// dropped, a moment before the kernel has ended its servers. So the host
+// writes its pid into the file when it takes the slot and empties the file
+// only once the server's helper has been reaped (as init of the server's
+// PID namespace it is reaped after every process of the namespace): a
+// slot whose file is not empty was left by a host that died, and is taken
+// only when no process in /proc runs under its uid (real, effective,
+// saved or file system), else skipped.
+//
+// Not covered: root hosts that do not share /run (a container with a /run
+// of its own that still shares the machine's user namespace and may
+// create namespaces, which container runtimes do not allow by default)
+// can give two servers the same uid.
+
+// ServerIDSlots is how many uids, ServerID and those below it, a root
+// host's servers run as; a root host runs at most this many servers at a
+// time, together with the other root hosts of the machine.
+const ServerIDSlots = 4096
+
+// serverIDDir holds the slot locks. Only root may write /run.
+const serverIDDir = "/run/mcphost-server-ids"
+
+// takeServerID leases the lowest free slot.
+func takeServerID() (*serverIDLease, error) {
+	if err := os.Mkdir(serverIDDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("making %s for the servers' uids: %w", serverIDDir, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(serverIDDir, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 || st.Mode&0o022 != 0 {
+		return nil, fmt.Errorf("%s is not a directory only root may write", serverIDDir)
+	}
+	for slot := 0; slot < ServerIDSlots; slot++ {
+		uid := uint32(ServerID - slot)
+		fd, err := unix.Open(filepath.Join(serverIDDir, strconv.Itoa(slot)), unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("the lock of server uid %d: %w", uid, err)
+		}
+		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			unix.Close(fd)
+			if err == unix.EWOULDBLOCK {
+				continue // a live server's
+			}
+			return nil, fmt.Errorf("locking server uid %d: %w", uid, err)
+		}
+		var fst unix.Stat_t
+		if err := unix.Fstat(fd, &fst); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+		if fst.Size > 0 && uidInUse(uid) {
+			// Left by a host that died, and its server is not gone yet.
+			unix.Close(fd)
+			continue
+		}
+		f := os.NewFile(uintptr(fd), "server uid lock")
+		// The pid marks the slot taken until the server is reaped: without
+		// it, a host killed while its server lives would free the uid for
+		// the next host at once.
+		err = f.Truncate(0)
+		if err == nil {
+			_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("marking server uid %d taken: %w", uid, err)
+		}
+		return &serverIDLease{uid: uid, f: f}, nil
+	}
+	return nil, fmt.Errorf("all %d server uids are in use", ServerIDSlots)
+}
+
+// uidInUse reports whether a process in /proc runs under uid.
+func uidInUse(uid uint32) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	want := []byte(strconv.FormatUint(uint64(uid), 10))
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue // gone
+		}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if rest, ok := bytes.CutPrefix(line, []byte("Uid:")); ok {
+				for _, f := range bytes.Fields(rest) {
+					if bytes.Equal(f, want) {
+						return true
+					}
+				}
+				break
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,139 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serverUID returns the uid in a server's /proc/self/status, and fails
+// the test unless it is one of the server uids.
+func serverUID(t *testing.T, status string) string {
+	t.Helper()
+	f := strings.Fields(statusField(status, "Uid"))
+	if len(f) == 0 {
+		t.Fatalf("no Uid in %s", status)
+	}
+	uid, err := strconv.Atoi(f[0])
+	if err != nil || uid > ServerID || uid <= ServerID-ServerIDSlots {
+		t.Errorf("the server runs as %s, not one of the server uids %d to %d", f[0], ServerID-ServerIDSlots+1, ServerID)
+	}
+	return f[0]
+}
+
+// TestRootHostOwnUID: two servers of a root host do not share a kernel
+// identity. Each runs as a uid of its own, so the first, which takes every
+// inotify instance the kernel gives a user and keeps them, leaves the
+// second its own; and each still owns what it creates in the worktree as
+// the worktree's owner.
+func TestRootHostOwnUID(t *testing.T) {
+	requireConfinement(t)
+	if !dropsRoot() {
+		t.Skip("the host is not root: its servers run in user namespaces of their own (TestKernelBudgetsNonRoot)")
+	}
+	instances := hostInt(t, "/proc/sys/user/max_inotify_instances")
+	if instances >= 1<<20 {
+		t.Skipf("max_inotify_instances is %d here", instances)
+	}
+	wt := t.TempDir()
+	a := startHostile(t, Config{Worktree: wt})
+	b := startHostile(t, Config{Worktree: wt})
+	ua, ub := serverUID(t, a.must("status").Out), serverUID(t, b.must("status").Out)
+	if ua == ub {
+		t.Errorf("both servers run as %s", ua)
+	}
+	// Bounded: the first takes what its uid may have (all of it, unless
+	// a process outside runs as that uid too), and no more.
+	r := a.do("inotify-hold", strconv.FormatInt(instances+8, 10))
+	if r.OK || !strings.Contains(r.Err, "too many open files") {
+		t.Fatalf("the first server's inotify instances: %+v, want EMFILE within %d", r, instances)
+	}
+	t.Logf("the first server took: %s", r.Err)
+	b.check(t, []op{
+		{name: "the second server's inotify instances", op: "inotify-hold", args: []string{"8"}, ok: true},
+		{name: "the second server writes the worktree", op: "write", args: []string{filepath.Join(wt, "b")}, ok: true},
+	})
+	if st, err := os.Stat(filepath.Join(wt, "b")); err != nil {
+		t.Error(err)
+	} else if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 0 || sys.Gid != 0 {
+		t.Errorf("the second server's file is owned by %d:%d, want the worktree's owner 0:0", sys.Uid, sys.Gid)
+	}
+}
+
+// TestServerIDLease: no two leases hold one uid; a uid freed cleanly is
+// free again; one whose host died (its lock dropped, its file not
+// emptied) is not taken while a process still runs as it.
+func TestServerIDLease(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a root host takes server uids")
+	}
+	l1, err := takeServerID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := takeServerID()
+	if err != nil {
+		l1.release()
+		t.Fatal(err)
+	}
+	if l1.uid == l2.uid {
+		t.Errorf("two leases of uid %d", l1.uid)
+	}
+	l2.release()
+	// A host that dies: the kernel drops its lock, its file stays.
+	dead := l1.uid
+	l1.f.Close()
+	sleeper := exec.Command("/bin/sleep", "60")
+	sleeper.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: dead, Gid: dead}}
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	l3, err := takeServerID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l3.uid == dead {
+		t.Errorf("took uid %d while a process of the dead host's server runs as it", dead)
+	}
+	l3.release()
+	sleeper.Process.Kill()
+	sleeper.Wait()
+	// Gone: the uid may be taken again (the lowest free one, unless
+	// another host took it meanwhile).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l4, err := takeServerID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l4.release()
+		if l4.uid == dead {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Logf("uid %d was not taken again (another host may hold a lower one)", dead)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// BenchmarkServerIDLease: what a root host's start spends on its server's
+// uid (taking and freeing the lowest free slot).
+func BenchmarkServerIDLease(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("only a root host takes server uids")
+	}
+	for b.Loop() {
+		l, err := takeServerID()
+		if err != nil {
+			b.Fatal(err)
+		}
+		l.release()
+	}
+}
