@@ -201,9 +201,16 @@ func (srv *server) relistPending() bool {
 
 // listed waits until no re-list is pending for the server.
 func (srv *server) listed(ctx context.Context) error {
+	return srv.await(ctx, func() chan struct{} { return srv.relisting })
+}
+
+// await waits, no longer than ctx, until pending (read under srv.mu)
+// returns nil: a re-list is signalled done by closing its channel, and
+// another may have begun meanwhile.
+func (srv *server) await(ctx context.Context, pending func() chan struct{}) error {
 	for {
 		srv.mu.Lock()
-		ch := srv.relisting
+		ch := pending()
 		srv.mu.Unlock()
 		if ch == nil {
 			return nil
@@ -478,8 +485,8 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 			continue
 		}
 		asTask := d.Execution.TaskSupport == "required"
-		if asTask && !tasksIn(srv.negotiated()) {
-			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: it can only be called as a task (execution.taskSupport \"required\"), and the protocol revision the server negotiated (%s) has no tasks", cfg.Name, shown(), srv.negotiated()))
+		if asTask && srv.taskForm() == "" {
+			notices = append(notices, fmt.Sprintf("server %s: skipped tool %q: it can only be called as a task (execution.taskSupport \"required\"), and %s", cfg.Name, shown(), noTasks(srv.negotiated())))
 			continue
 		}
 		if p.closeErr != nil {

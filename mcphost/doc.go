@@ -97,7 +97,8 @@
 // call's progress; Options.Elicit answers a server's questions to the
 // person, shown with every invisible character visible and checked
 // against the requested schema before anything is sent. A tool that can
-// only run as a task is called as one (on a server of revision 2025-11-25),
+// only run as a task is called as one (on a server of revision 2025-11-25,
+// or of 2026-07-28 with the io.modelcontextprotocol/tasks extension),
 // followed and cancelled with its call. Servers of either protocol era
 // start (the 2026-07-28 revision's server/discover, else initialize); a
 // 2026 server's questions come as input requests of the call and pass the

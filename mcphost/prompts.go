@@ -212,19 +212,7 @@ func (srv *server) promptsChanged(gen uint64) {
 // promptsListed waits, no longer than ctx, until no re-list of the
 // server's prompts is pending.
 func (srv *server) promptsListed(ctx context.Context) error {
-	for {
-		srv.mu.Lock()
-		ch := srv.promptsRelisting
-		srv.mu.Unlock()
-		if ch == nil {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return srv.await(ctx, func() chan struct{} { return srv.promptsRelisting })
 }
 
 // distrustPrompt makes a first-seen prompt that could not be recorded
