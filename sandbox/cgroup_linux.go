@@ -27,6 +27,7 @@ type cgroup struct {
 	memDir  string   // where the memory controller's files are
 	pidsDir string   // where the pids controller's files are
 	version int      // 1 or 2
+	own     string   // the host's own cgroup (v1: pids), for warmCgroupMigration
 	limits  Limits   // what it was made with, for hits
 }
 
@@ -59,7 +60,7 @@ func newCgroup(name string, l Limits) (*cgroup, error) {
 		sweepCgroups(filepath.Join(cgroupRoot, "memory", memPath), owner.ns)
 		pids := filepath.Join(cgroupRoot, "pids", pidsPath, leaf)
 		mem := filepath.Join(cgroupRoot, "memory", memPath, leaf)
-		cg := &cgroup{dirs: []string{pids, mem}, memDir: mem, pidsDir: pids, version: 1, limits: l}
+		cg := &cgroup{dirs: []string{pids, mem}, memDir: mem, pidsDir: pids, version: 1, limits: l, own: filepath.Join(cgroupRoot, "pids", pidsPath)}
 		// memsw (memory and swap) may not be set below memory, so it goes
 		// second.
 		if err := cg.make([][2]string{
@@ -84,7 +85,7 @@ func newCgroup(name string, l Limits) (*cgroup, error) {
 	}
 	sweepCgroups(parent, owner.ns)
 	dir := filepath.Join(parent, leaf)
-	cg := &cgroup{dirs: []string{dir}, memDir: dir, pidsDir: dir, version: 2, limits: l}
+	cg := &cgroup{dirs: []string{dir}, memDir: dir, pidsDir: dir, version: 2, limits: l, own: parent}
 	if err := cg.make([][2]string{
 		{filepath.Join(dir, "pids.max"), strconv.Itoa(l.Processes)},
 		{filepath.Join(dir, "memory.max"), strconv.FormatInt(l.Memory, 10)},
@@ -93,6 +94,74 @@ func newCgroup(name string, l Limits) (*cgroup, error) {
 		return nil, err
 	}
 	return cg, nil
+}
+
+// warmCgroupMigration moves the host process into the cgroup own, which
+// newCgroup read from /proc/self/cgroup a moment before: that changes
+// nothing, and makes the move of the helper into the server's cgroup, a
+// few milliseconds later, fast. It is used where the helper is moved
+// (cgroup v2; on v1 the helper is started in its cgroups, see
+// threadIntoCgroups, and nothing is moved).
+//
+// Every move of a process between cgroups (a write of a pid to
+// cgroup.procs; v1 and v2 share the lock) first switches the kernel's
+// cgroup_threadgroup_rwsem to its writer mode, which waits for an RCU
+// grace period (8 to 24 ms on this project's test machine) unless another
+// move did so less than a grace period before. The kernel takes that lock
+// before it compares the source and destination, so a move of the host
+// into its own cgroup pays the wait, started early in Start, beside the
+// host's preparation and the helper's start, and the helper's move,
+// started right after the helper exists, waits at most for its end rather
+// than for a whole grace period of its own. The kernel holds its
+// cgroup_mutex through that wait, so every other cgroup operation
+// (newCgroup's mkdir, reading /proc/PID/cgroup) waits too: this starts
+// once the server's cgroups are made. (Where cgroups are mounted with
+// favordynmods there is no wait to hide.) Errors are ignored: the move
+// is only an optimization, and the host was there a moment before.
+func warmCgroupMigration(own string) {
+	os.WriteFile(filepath.Join(own, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0)
+}
+
+// earlyCgroup is newCgroup run in the background, from the beginning of a
+// Start: its result, once done is closed.
+type earlyCgroup struct {
+	done chan struct{}
+	cg   *cgroup
+	err  error
+}
+
+// startCgroup makes the server's cgroups (newCgroup) in the background,
+// and then, on cgroup v2, warms the kernel's cgroup migration
+// (warmCgroupMigration).
+func startCgroup(name string, l Limits) *earlyCgroup {
+	e := &earlyCgroup{done: make(chan struct{})}
+	go func() {
+		e.cg, e.err = newCgroup(name, l)
+		close(e.done)
+		if e.err == nil && e.cg.version == 2 {
+			// On v1 the helper is started in its cgroups instead
+			// (threadIntoCgroups): no process moves.
+			warmCgroupMigration(e.cg.own)
+		}
+	}()
+	return e
+}
+
+// get waits for the cgroups; for a nil e it says there are none.
+func (e *earlyCgroup) get() (*cgroup, error) {
+	if e == nil {
+		return nil, errors.New("no cgroup was made")
+	}
+	<-e.done
+	return e.cg, e.err
+}
+
+// discard removes the cgroups of a start that failed before it took them
+// (a second removal of ones it took finds nothing).
+func (e *earlyCgroup) discard() {
+	if cg, err := e.get(); err == nil {
+		cg.remove()
+	}
 }
 
 // ownCgroups reads the host process's own cgroups: v1 maps each v1

@@ -18,8 +18,8 @@
 // and then starts the server. The helper is this package built alone
 // (internal/helper, about 2.4 MB), embedded for linux/amd64 and linux/arm64
 // and run from a sealed memory file (memfd_create, written once per process,
-// at the first Start, in about a millisecond, and sealed against every
-// change; the process keeps it open for its life). It is run that way,
+// in the background as the process starts, in a few milliseconds, and
+// sealed against every change; the process keeps it open for its life). It is run that way,
 // rather than by re-executing the importing program, because a Go program's
 // start grows with what it links: an agent that links the go-sdk and BLAKE3
 // reached the helper's code after 2 to 3 ms, the embedded program in about
@@ -42,6 +42,10 @@
 // helper runs the init functions of the packages initialized before this
 // one (nothing else of the program: not main, not the init functions of the
 // packages that import this one), and /proc must be mounted on the host.
+//
+// With MCPHOST_START_TRACE=1 in the host's environment, every Start and
+// Close writes one line to the host's stderr with the duration of each of
+// its phases, the helper's included (see trace.go and BENCHMARKS.md).
 //
 // The helper is needed because Landlock, seccomp, no_new_privs and the
 // capability sets belong to a thread and Linux refuses to apply Landlock
@@ -205,7 +209,8 @@
 // temporary space and the size of each file it writes (Limits; on by
 // default: 512, 2 GiB, 1 GiB, 1 GiB). A root host
 // makes each server a cgroup of its own (v2, or v1's pids and memory
-// controllers) that the helper joins before it starts the server; the
+// controllers) that the helper is in before it starts the server (on v1
+// it is started in it; on v2 the host moves it there as it starts); the
 // kernel's OOM killer ends what goes past the memory limit, and ExitStatus
 // says so, as it says how many forks and threads the process limit
 // refused. Cgroups a killed host could not remove are removed by the next

@@ -92,9 +92,14 @@ func ownerUserNS(uid, gid, as uint32) (int, error) {
 			return -1, fmt.Errorf("starting a user namespace for idmapped mounts: %w", err)
 		}
 	}
+	// The namespace is needed, not the process: once its descriptor is
+	// open the holder is told to exit (EOF) and reaped in the
+	// background, instead of Start waiting for a Go program to start
+	// and exit. Until it is reaped its pid is not reused, so the path
+	// below names it.
 	defer func() {
 		stdin.Close()
-		cmd.Wait()
+		go cmd.Wait()
 	}()
 	fd, err := unix.Open("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -68,6 +68,7 @@ func applyMounts(plan mountPlan, idmapped map[string]int) error {
 		}
 	}
 
+	helperMark()
 	if err := maskProc(); err != nil {
 		return unsupportedStep("masking /proc", err)
 	}

@@ -170,6 +170,9 @@ type Process struct {
 	fileSize int64    // the server's RLIMIT_FSIZE, for ExitStatus; 0 if none
 	reduced  bool     // confined in the reduced tier: no namespaces
 	lacks    []string // what the confinement lacks, for Lacks()
+	// alone: the helper reported that it reaped every process of the
+	// server (under mu).
+	alone bool
 	// lease, on a root host, holds the server's uid; run frees it once
 	// the helper has been reaped.
 	lease *serverIDLease
@@ -178,6 +181,22 @@ type Process struct {
 	// server (cgroup.hits); both nil without a cgroup.
 	removeCgroup func() error
 	limitHits    func() string
+
+	// joinDirs, on a root host, are the server's cgroups, which run
+	// starts the helper in (v1) or moves it into right after starting it;
+	// joined gets the result (for the spec writer), joinErr keeps a
+	// failure (under mu).
+	joinDirs []string
+	joinV1   bool // run starts the helper in them (threadIntoCgroups)
+	joined   chan error
+	joinErr  error
+
+	// trace: Start traced itself, so Close does too
+	// (MCPHOST_START_TRACE); traceExeced and traceJoin are run's
+	// timestamps for Start's trace.
+	trace       bool
+	traceExeced int64
+	traceJoin   [2]int64
 
 	// endTree, outside Linux, kills the server's process tree (its
 	// session and process group, or its job object) and waits for it;
@@ -240,7 +259,12 @@ const (
 // Close ends the server and every process it started (daemons that called
 // setsid and double-forked included), waits for them, closes Stdin and
 // Stdout and removes TempDir. It first closes Stdin and gives the server up
-// to grace to exit on its own, then kills everything.
+// to grace to exit on its own, then kills everything. Where the sandbox's
+// helper reported that it reaped every process of the server itself and
+// the server has no cgroup (which can only be removed once the helper is
+// gone), Close does not wait for the helper's own exit (the kernel's
+// teardown of the namespaces, about a millisecond): the helper is reaped
+// in the background.
 //
 // Close is idempotent and safe to call concurrently and after the server
 // died; every call returns the first call's result. It returns within
@@ -254,6 +278,11 @@ func (p *Process) Close(grace time.Duration) error {
 
 func (p *Process) close(grace time.Duration) error {
 	var errs []error
+	var tr *startTrace
+	if p.trace {
+		tr = newTrace("close", p.name)
+		defer tr.print()
+	}
 	if p.noteTree != nil {
 		p.noteTree()
 	}
@@ -266,19 +295,28 @@ func (p *Process) close(grace time.Duration) error {
 		}
 		t.Stop()
 	}
+	tr.mark("server-done")
 	select {
 	case <-p.done:
 	default:
 		if err := p.kill(); err != nil {
 			errs = append(errs, err)
 		}
+		tr.mark("kill")
 	}
 	closeQuietly(p.lifeline)
-	// Done can close when the helper reports the server gone, a moment
-	// before the helper itself exits: Close promises that no process it
-	// started is left, the helper included.
-	if err := p.waitExited(); err != nil {
-		errs = append(errs, err)
+	// Done can close when the helper reports every process of the server
+	// gone and reaped (alone), a moment before the helper itself exits:
+	// nothing of the server is left, and the helper, whose last act that
+	// report was, is reaped in the background (run). Otherwise, or when
+	// the server's cgroup is to be removed (it holds the helper until the
+	// helper has exited, and a host that exits right after Close would
+	// leave it behind), Close waits for it.
+	if !p.helperAlone() || p.removeCgroup != nil {
+		if err := p.waitExited(); err != nil {
+			errs = append(errs, err)
+		}
+		tr.mark("helper-exit")
 	}
 	if p.proxyL != nil {
 		// Nothing of the server is left to connect: Serve ends and
@@ -297,10 +335,12 @@ func (p *Process) close(grace time.Duration) error {
 		}
 	}
 	closeQuietly(p.stdout)
+	tr.mark("stderr-stdout")
 	if p.removeCgroup != nil {
 		if err := p.removeCgroup(); err != nil {
 			errs = append(errs, fmt.Errorf("removing the cgroup: %w", err))
 		}
+		tr.mark("cgroup-remove")
 	}
 	if p.tempDir != "" {
 		if err := removeAll(p.tempDir); err != nil {
@@ -312,10 +352,19 @@ func (p *Process) close(grace time.Duration) error {
 			errs = append(errs, fmt.Errorf("removing the temporary home directory: %w", err))
 		}
 	}
+	tr.mark("tmp-remove")
 	if len(errs) > 0 {
 		return fmt.Errorf("sandbox: server %q: closing: %w", p.name, errors.Join(errs...))
 	}
 	return nil
+}
+
+// helperAlone reports whether the helper said it reaped every process of
+// the server before exiting.
+func (p *Process) helperAlone() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.alone
 }
 
 // waitExited waits for the helper process to be reaped, killing it if it

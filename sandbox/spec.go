@@ -84,9 +84,15 @@ type spec struct {
 	// this order, instead of from its own view of the host's tree.
 	Idmap []string `json:"idmap,omitempty"`
 
-	// Cgroups are cgroup directories the helper joins before it starts
-	// the server.
+	// Cgroups are the server's cgroup directories. The host starts the
+	// helper in them (v1) or moves it into them right after starting it
+	// (v2, beside the helper's own start: the move waits for an RCU grace
+	// period) and then writes cgroupJoined on the spec pipe; the helper
+	// does not start the server before it has read that byte.
 	Cgroups []string `json:"cgroups,omitempty"`
+	// Trace asks the helper for its timestamps in the Started report
+	// (MCPHOST_START_TRACE).
+	Trace bool `json:"trace,omitempty"`
 	// NProc and Data, when positive, are the RLIMIT_NPROC and RLIMIT_DATA
 	// the server starts with (where no cgroup enforces Limits).
 	NProc int   `json:"nproc,omitempty"`
@@ -115,6 +121,10 @@ type spec struct {
 	Tmp     string `json:"tmp,omitempty"`
 	TmpSize int64  `json:"tmp_size,omitempty"`
 
+	// cgroupV1 says Cgroups are cgroup v1 directories, which the thread
+	// that starts the helper can join for the fork (startInCgroups), on
+	// the host's side.
+	cgroupV1 bool
 	// idmapFiles are those trees, on the host's side.
 	idmapFiles []*os.File
 	// proxy serves the connections to the proxy port, on the host's side.
@@ -281,6 +291,9 @@ type report struct {
 	// and reaped: the server is done even though the helper still has to
 	// exit.
 	Alone bool `json:"alone,omitempty"`
+	// Trace, with Started and when the spec asked, are the helper's
+	// timestamps (helperTrace), decimal, separated by spaces.
+	Trace string `json:"trace,omitempty"`
 }
 
 // maxReportLen bounds one report line.

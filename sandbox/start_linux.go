@@ -35,6 +35,13 @@ type startOptions struct {
 	// resolved the config and before the helper starts: tests change the
 	// filesystem there, as another server could.
 	beforeLaunch func()
+	// moveHelper moves the helper into the server's cgroups after it is
+	// started, as on cgroup v2, also on v1 (where it is otherwise started
+	// in them).
+	moveHelper bool
+	// trace, when set, collects the phases of this start
+	// (MCPHOST_START_TRACE).
+	trace *startTrace
 }
 
 // Start starts the server cfg describes, confined unless cfg.Off, and
@@ -52,6 +59,8 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 }
 
 func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error) {
+	tr := newTrace("start", cfg.Name)
+	opts.trace = tr
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: starting: %w", cfg.Name, err)
 	}
@@ -67,13 +76,21 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	if err := checkConfig(&cfg); err != nil {
 		return nil, invalidConfig(cfg.Name, err)
 	}
+	var early *earlyCgroup
+	if !cfg.Off && dropsRoot() {
+		// The server's cgroups need nothing of what follows: they are
+		// made meanwhile.
+		early = startCgroup(cfg.Name, cfg.Limits.withDefaults())
+	}
 	tmp, err := os.MkdirTemp("", "mcphost-"+tempPrefix(cfg.Name)+"-")
 	if err != nil {
+		early.discard()
 		return nil, fmt.Errorf("sandbox: server %q: creating its temporary directory: %w", cfg.Name, err)
 	}
 	home := cfg.Home
 	tempHome := ""
 	cleanup := func() {
+		early.discard()
 		removeAll(tmp)
 		if tempHome != "" {
 			removeAll(tempHome)
@@ -99,6 +116,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	if opts.beforeLaunch != nil {
 		opts.beforeLaunch()
 	}
+	tr.mark("prepare")
 	var cg *cgroup
 	limits := ""
 	if !cfg.Off {
@@ -115,6 +133,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 				return nil, unsupported(cfg.Name, "no uid of its own for the server: "+err.Error()+"; or run the host as an ordinary user")
 			}
 			sp.lease = lease
+			tr.mark("uid")
 			// launch hands the lease to the helper's Process, which
 			// frees it once the helper, and so every process of the
 			// server, is gone; until then it is this start's to free.
@@ -132,8 +151,11 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 				}
 				return nil, unsupported(cfg.Name, err.Error()+"; or run the host as an ordinary user")
 			}
+			tr.mark("idmap")
 		}
-		cg, limits = applyLimits(sp, cfg.Name, cfg.Limits.withDefaults())
+		cg, limits = applyLimits(sp, cfg.Name, cfg.Limits.withDefaults(), early)
+		sp.cgroupV1 = cg != nil && cg.version == 1
+		tr.mark("cgroup")
 	}
 	userNS := useUserNS()
 	if !cfg.Off && userNS && refusedUserNS() != "" {
@@ -192,6 +214,9 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	}
 	p.tempDir = tmp
 	p.tempHome = tempHome
+	tr.mark("finish")
+	tr.print()
+	p.trace = tr != nil
 	return p, nil
 }
 
@@ -300,13 +325,13 @@ func reduceOrRefuse(cfg *Config, sp *spec, why string) error {
 // applyLimits puts l into sp: a cgroup for processes and memory where the
 // host can make one, else rlimits; tmpfs sizes either way. It returns the
 // cgroup, if any, and the words Process.Limits gives.
-func applyLimits(sp *spec, name string, l Limits) (*cgroup, string) {
+func applyLimits(sp *spec, name string, l Limits, early *earlyCgroup) (*cgroup, string) {
 	sp.TmpSize = l.Tmp
 	sp.FileSize = l.FileSize
 	setKernelBudgets(sp, useUserNS())
 	file := ", " + bytesize.Format(l.FileSize) + "/file"
 	if dropsRoot() {
-		cg, err := newCgroup(name, l)
+		cg, err := early.get()
 		if err == nil {
 			sp.Cgroups = cg.dirs
 			return cg, fmt.Sprintf("cgroup v%d: %d processes, %s memory, %s tmp%s", cg.version, l.Processes, bytesize.Format(l.Memory), bytesize.Format(l.Tmp), file)
@@ -828,6 +853,8 @@ func singleLink(p string, st fs.FileInfo) error {
 // helper is the embedded helper program unless opts say otherwise or it
 // cannot run here; then it is the host program.
 func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.Writer, opts startOptions) (*Process, error) {
+	tr := opts.trace
+	sp.Trace = tr != nil
 	payload, err := encodeSpec(sp)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
@@ -930,6 +957,7 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 		}
 	}
 	path := helperPath()
+	tr.mark("helper-file")
 	switch {
 	case opts.selfHelper:
 		path = selfExe
@@ -948,21 +976,41 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 		exited:     make(chan struct{}),
 		lease:      sp.lease,
 	}
+	if len(sp.Cgroups) > 0 {
+		// run starts the helper in them, or moves it there as soon as
+		// it exists.
+		p.joinDirs = sp.Cgroups
+		p.joinV1 = sp.cgroupV1 && !opts.moveHelper
+		p.joined = make(chan error, 1)
+	}
 	// Queue the spec before the helper exists, so it never waits for it
 	// (a spec fits the pipe's buffer; a larger one is read as written).
+	// Then, once run has moved the helper into the server's cgroups, the
+	// byte that tells the helper so.
 	written := make(chan error, 1)
 	go func() {
 		_, err := specW.Write(payload)
+		if p.joined != nil {
+			jerr := <-p.joined
+			if err == nil {
+				err = jerr
+			}
+			if err == nil {
+				_, err = specW.Write([]byte{cgroupJoined})
+			}
+		}
 		written <- err
 	}()
 	started := make(chan error, 1)
 	sp.leaseTaken = true
+	tr.mark("pipes")
 	go p.run(newCmd, path, started)
 	if err := <-started; err != nil {
 		closeFiles(childEnds)
 		closeFiles(hostEnds)
 		return nil, startError(name, sp, userNS, err)
 	}
+	tr.markAt("clone-exec", p.traceExeced)
 	closeFiles(childEnds)
 	if stderrR != nil {
 		p.stderrDone = make(chan struct{})
@@ -982,6 +1030,12 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	case <-ctx.Done():
 		p.abort()
 		return nil, fmt.Errorf("sandbox: server %q: starting: %w", name, ctx.Err())
+	}
+	if jerr := p.joinError(); jerr != nil {
+		// run could not move the helper into the server's cgroups, and
+		// killed it.
+		p.abort()
+		return nil, fmt.Errorf("sandbox: server %q: %w", name, jerr)
 	}
 	if res.err != nil {
 		// The helper died without saying why; its exit status and stderr
@@ -1004,6 +1058,13 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	}
 	// The helper could only report after reading the whole spec.
 	<-written
+	if tr != nil {
+		traceHelper(tr, res.rep.Trace)
+		tr.mark("report")
+		if p.joinDirs != nil {
+			tr.span("host-cgroup-join", p.traceJoin[0], p.traceJoin[1])
+		}
+	}
 	p.confinement = res.rep.Confinement
 	if proxyHost != nil && !sp.Probe {
 		l, err := receiveProxyListener(proxyHost)
@@ -1060,6 +1121,18 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 	runtime.LockOSThread()
 	defer close(p.exited)
 	cmd := newCmd(path)
+	// On cgroup v1 this thread joins the server's cgroups for the fork,
+	// so the helper is born in them and nothing needs to move it (a move
+	// of a process waits for an RCU grace period, 8 to 24 ms here; a
+	// thread's move of itself does not).
+	var back []string
+	bornIn := false
+	if p.joinV1 {
+		if b, err := threadIntoCgroups(p.joinDirs); err == nil {
+			back, bornIn = b, true
+		}
+		// Else the helper is moved there once it exists, below.
+	}
 	err := cmd.Start()
 	if err != nil && path != selfExe {
 		cmd = newCmd(selfExe)
@@ -1070,15 +1143,46 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 			err = nil
 		}
 	}
+	if bornIn {
+		if berr := threadOutOfCgroups(back); berr != nil && err == nil {
+			// This thread lives as long as the helper: it must not stay
+			// counted in the server's cgroups. Give up the start.
+			cmd.Process.Kill()
+			cmd.Wait()
+			err = berr
+		}
+	}
+	p.traceExeced = monoNow()
 	if err != nil {
 		if p.lease != nil {
 			p.lease.release()
+		}
+		if p.joined != nil {
+			p.joined <- err
 		}
 		started <- err
 		return
 	}
 	p.helper = cmd.Process
 	started <- nil
+	if p.joinDirs != nil && bornIn {
+		// Born in them.
+		p.traceJoin = [2]int64{p.traceExeced, p.traceExeced}
+		p.joined <- nil
+	} else if p.joinDirs != nil {
+		// The helper is not reaped before this is done, so its pid names
+		// it and no other process.
+		from := monoNow()
+		jerr := joinCgroups(p.joinDirs, cmd.Process.Pid)
+		p.traceJoin = [2]int64{from, monoNow()}
+		if jerr != nil {
+			p.mu.Lock()
+			p.joinErr = jerr
+			p.mu.Unlock()
+			cmd.Process.Kill()
+		}
+		p.joined <- jerr
+	}
 	cmd.Wait()
 	if p.lease != nil {
 		// The helper, init of the server's PID namespace, is reaped
@@ -1093,6 +1197,90 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 		status = cmd.ProcessState.String()
 	}
 	p.finish(status)
+}
+
+// joinCgroups moves the process pid (the helper, in the host's PID
+// namespace) into each of the cgroups dirs.
+func joinCgroups(dirs []string, pid int) error {
+	b := []byte(strconv.Itoa(pid))
+	for _, d := range dirs {
+		if err := os.WriteFile(d+"/cgroup.procs", b, 0); err != nil {
+			return fmt.Errorf("moving the sandbox helper into the cgroup %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// threadIntoCgroups moves the calling thread, which must be locked, into
+// the cgroup v1 directories dirs (writing 0 to their tasks files: the
+// thread alone, which the kernel does without the grace period a
+// process's move waits for), so that a process it forks starts in them.
+// It returns the tasks files of the thread's own cgroups, for
+// threadOutOfCgroups; after an error the thread is where it was.
+func threadIntoCgroups(dirs []string) ([]string, error) {
+	own, err := os.ReadFile("/proc/thread-self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	paths := map[string]string{} // v1 controller -> this thread's cgroup
+	for _, line := range strings.Split(string(own), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || parts[1] == "" {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			paths[c] = parts[2]
+		}
+	}
+	var back []string
+	for _, d := range dirs {
+		rel, ok := strings.CutPrefix(d, cgroupRoot+"/")
+		ctl, _, _ := strings.Cut(rel, "/")
+		p, known := paths[ctl]
+		if !ok || !known {
+			threadOutOfCgroups(back)
+			return nil, fmt.Errorf("no cgroup v1 hierarchy for %s", d)
+		}
+		if err := os.WriteFile(d+"/tasks", []byte("0"), 0); err != nil {
+			threadOutOfCgroups(back)
+			return nil, err
+		}
+		back = append(back, filepath.Join(cgroupRoot, ctl, p, "tasks"))
+	}
+	return back, nil
+}
+
+// threadOutOfCgroups moves the calling thread back into the cgroups whose
+// tasks files are back.
+func threadOutOfCgroups(back []string) error {
+	var errs []error
+	for _, t := range back {
+		if err := os.WriteFile(t, []byte("0"), 0); err != nil {
+			errs = append(errs, fmt.Errorf("moving the thread that started the sandbox helper back into %s: %w", filepath.Dir(t), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// joinError is why run could not move the helper into the server's
+// cgroups, or nil.
+func (p *Process) joinError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.joinErr
+}
+
+// traceHelper puts the helper's timestamps (report.Trace) on tr.
+func traceHelper(tr *startTrace, ts string) {
+	f := strings.Fields(ts)
+	if len(f) != len(helperPhases) {
+		tr.note("helper trace: " + ts)
+		return
+	}
+	for i, v := range f {
+		at, _ := strconv.ParseInt(v, 10, 64)
+		tr.markAt(helperPhases[i], at)
+	}
 }
 
 // readReports reads the helper's reports: the first goes to first, an exit
@@ -1116,6 +1304,7 @@ func (p *Process) readReports(r *os.File, first chan<- reportResult) {
 		if rep.Exit != "" {
 			p.mu.Lock()
 			p.reported = rep.Exit
+			p.alone = rep.Alone
 			p.mu.Unlock()
 			if rep.Alone {
 				p.finish(rep.Exit)
