@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcphost/mcphost/internal/bytesize"
 	"github.com/mcphost/mcphost/internal/hostfile"
+	"github.com/mcphost/mcphost/internal/shellquote"
 	"github.com/mcphost/mcphost/pin"
 )
 
@@ -171,6 +172,12 @@ func (s *Session) recordReviews(ctx context.Context, subs []subject) error {
 		s.stateErr = nil
 	}
 	s.mu.Unlock()
+	tables := map[string]bool{} // servers whose table was recorded
+	for _, sub := range subs {
+		if sub.kind == kindTable {
+			tables[sub.server] = true
+		}
+	}
 	done := map[string]bool{}
 	for _, sub := range subs {
 		srv := s.servers[sub.server]
@@ -179,15 +186,13 @@ func (s *Session) recordReviews(ctx context.Context, subs []subject) error {
 		}
 		done[sub.server] = true
 		srv.mu.Lock()
-		if srv.hold != nil {
+		if srv.hold != nil && tables[sub.server] {
 			srv.hold = nil
 			srv.err = errors.New("its table was reviewed since the session started; Restart starts it")
 		}
 		srv.mu.Unlock()
 		if lv, ok := ls.v.(*lockView); ok {
-			if entry, ok := lv.l.Servers[sub.server]; ok && srv.program != nil {
-				srv.programDrift = programChanges(entry.Program, srv.program)
-			}
+			srv.setDrift(lv.l)
 		}
 		if srv.running() {
 			s.rejudge(srv, ls)
@@ -252,7 +257,8 @@ func (s *Session) Pending(ctx context.Context) []Review {
 			case r.Kind == "table" && s.lock == nil && s.configWritable == "":
 				// The state file reviews a table only where a server
 				// could have written its config.
-			case r.Kind == "instructions" && r.sub.def != nil && srv.instructionsEmpty():
+			case r.Kind == "instructions" && srv.instructionsEmpty():
+				// Nothing reaches the model, so there is nothing to review.
 			default:
 				out = append(out, r)
 			}
@@ -484,7 +490,7 @@ func (s *Session) programReview(ctx context.Context, srv *server) Review {
 	switch v.pin {
 	case PinSame:
 	case PinChanged:
-		for _, c := range srv.programDrift {
+		for _, c := range srv.drift() {
 			fmt.Fprintf(&b, "  %s\n", c)
 		}
 	default:
@@ -644,16 +650,16 @@ func (s *Session) placeConfig(configs []ServerConfig) error {
 func cliFlags(opts Options) string {
 	var args []string
 	if opts.ConfigFile != "" {
-		args = append(args, "-config", shellQuote(opts.ConfigFile))
+		args = append(args, "-config", shellquote.Quote(opts.ConfigFile))
 	}
 	if opts.Worktree != "" && opts.Worktree != "." {
-		args = append(args, "-worktree", shellQuote(opts.Worktree))
+		args = append(args, "-worktree", shellquote.Quote(opts.Worktree))
 	}
 	if opts.StateDir != "" {
-		args = append(args, "-state", shellQuote(opts.StateDir))
+		args = append(args, "-state", shellquote.Quote(opts.StateDir))
 	}
 	if opts.LockFile != "" {
-		args = append(args, "-lock", shellQuote(opts.LockFile))
+		args = append(args, "-lock", shellquote.Quote(opts.LockFile))
 	}
 	if len(args) == 0 {
 		return ""
@@ -672,17 +678,9 @@ func (s *Session) command(verb, arg string) string {
 	flags := s.flags
 	if !strings.Contains(flags, " -config ") && s.opts.ConfigFile != "" {
 		// A config Load read, not named in Options.
-		flags = " -config " + shellQuote(s.opts.ConfigFile) + flags
+		flags = " -config " + shellquote.Quote(s.opts.ConfigFile) + flags
 	}
-	return "mcphost " + verb + flags + " " + shellQuote(arg)
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return "mcphost " + verb + flags + " " + shellquote.Quote(arg)
 }
 
 // Load reads a config file as hostile input (a regular file, bounded) and

@@ -555,9 +555,9 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		switch {
 		case !ls.serverReviewed(cfg.Name):
 			notices = append(notices, fmt.Sprintf("server %s is not in the lock %s: nothing of it is reviewed, so its tools are held from the model until a person records it (%s)", cfg.Name, lock.path, srv.sess.approveHint(cfg.Name)))
-		case len(srv.programDrift) > 0:
+		case len(srv.drift()) > 0:
 			notices = append(notices, fmt.Sprintf("server %s: its program changed since the lock %s recorded it (%s): its allowed tools need approval until it is re-reviewed (%s)",
-				cfg.Name, lock.path, strings.Join(srv.programDrift, "; "), srv.sess.approveHint("program:"+cfg.Name)))
+				cfg.Name, lock.path, strings.Join(srv.drift(), "; "), srv.sess.approveHint("program:"+cfg.Name)))
 		}
 	}
 	if ls.err == nil && ls.v != nil && (srv.sess.lock == nil || ls.serverReviewed(cfg.Name)) {

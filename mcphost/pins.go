@@ -42,7 +42,7 @@ func (srv *server) pinTool(e *toolEntry, ls loadedState) (rec *subject, notice s
 	d, held, record := decideTool(v, toolRules{
 		policy:         cfg.policy(t.Tool),
 		offerNew:       !cfg.HoldNewTools && srv.sess.reviews.trustsFirstSight(),
-		programChanged: len(srv.programDrift) > 0,
+		programChanged: len(srv.drift()) > 0,
 	})
 	t.Pin, t.Decision, t.Withheld = v.pin, d, held
 	e.unreviewed, e.reviewed = v.unreviewed, v.reviewed

@@ -139,6 +139,15 @@ func TestPlantedTableThroughLibrary(t *testing.T) {
 			if !strings.Contains(rs[0].Text, `"2GiB"`) || strings.Contains(rs[0].Text, "2147483648") {
 				t.Errorf("the table's sizes in its review:\n%s", rs[0].Text)
 			}
+			if mode == "lock" {
+				// Its program alone is not its table: still held.
+				if err := s.Approve(context.Background(), rs[1]); err != nil {
+					t.Fatal(err)
+				}
+				if info := s.Servers()[0]; info.State != ServerUnreviewed || !strings.Contains(info.Error, "mcphost approve") {
+					t.Errorf("after a review of its program alone: %s %q", info.State, info.Error)
+				}
+			}
 			if err := s.Approve(context.Background(), rs...); err != nil {
 				t.Fatal(err)
 			}

@@ -27,11 +27,9 @@ type server struct {
 	sess   *Session
 	stderr *stderrLog
 
-	// program is the server's program identity (programIdentity) and programDrift how it
-	// differs from the lock's record, both decided at Connect (with a lock
-	// only) and not changed after.
-	program      []pin.ProgramFile
-	programDrift []string
+	// program is the server's program identity (programIdentity), decided
+	// at Connect and not changed after.
+	program []pin.ProgramFile
 	// closure is what its program loads (sandbox.ProgramClosure) and
 	// covers how protectPaths keeps it, decided before any server starts
 	// and not changed after; closure is nil when its program cannot be
@@ -69,6 +67,7 @@ type server struct {
 	instructions string        // the instructions of its initialize result
 	ins          insPin        // what the pins say of them
 	hold         *tableHold    // non-nil while its table needs review: it does not start
+	programDrift []string      // how its program differs from the lock's record (setDrift)
 
 	inflight atomic.Int32 // calls of its tools in flight
 	prompts  []*Prompt    // its prompts as pinned; under mu
@@ -87,6 +86,27 @@ type startError struct {
 
 func (e *startError) Error() string { return e.phase + ": " + e.err.Error() }
 func (e *startError) Unwrap() error { return e.err }
+
+// setDrift compares the server's program with the lock's record of it, if
+// the lock has one; a review of the program changes the record, so it is
+// set again after one.
+func (srv *server) setDrift(l *pin.Lock) {
+	entry, ok := l.Servers[srv.cfg.Name]
+	if !ok || srv.program == nil {
+		return
+	}
+	drift := programChanges(entry.Program, srv.program)
+	srv.mu.Lock()
+	srv.programDrift = drift
+	srv.mu.Unlock()
+}
+
+// drift returns how the server's program differs from the lock's record.
+func (srv *server) drift() []string {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return slices.Clone(srv.programDrift)
+}
 
 func (srv *server) running() bool {
 	srv.mu.Lock()
@@ -563,7 +583,7 @@ func (s *Session) Servers() []ServerInfo {
 		srv := s.servers[name]
 		info := srv.info()
 		info.Tools = count[srv]
-		info.ProgramChanged = slices.Clone(srv.programDrift)
+		info.ProgramChanged = srv.drift()
 		info.ProgramCovers = slices.Clone(srv.covers)
 		out = append(out, info)
 	}

@@ -262,10 +262,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	}
 	if lv, ok := ls.v.(*lockView); ok {
 		for _, name := range s.order {
-			srv := s.servers[name]
-			if entry, ok := lv.l.Servers[name]; ok && srv.program != nil {
-				srv.programDrift = programChanges(entry.Program, srv.program)
-			}
+			s.servers[name].setDrift(lv.l)
 		}
 	}
 	var startErrs []*server

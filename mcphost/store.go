@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcphost/mcphost/pin"
@@ -90,7 +91,7 @@ func (v *stateView) serverReviewed(server string) bool {
 func (v *stateView) recordedTools(server string) []string {
 	var out []string
 	for key := range v.st.Tools {
-		s, tool, _ := cutKey(key)
+		s, tool, _ := strings.Cut(key, "/")
 		if s == server {
 			out = append(out, tool)
 		}
@@ -332,14 +333,4 @@ func programDefinition(files []pin.ProgramFile) (json.RawMessage, error) {
 		return nil, err
 	}
 	return b, nil
-}
-
-// cutKey splits a pin.Key into server and name.
-func cutKey(key string) (server, name string, ok bool) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:], true
-		}
-	}
-	return key, "", false
 }

@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcphost/mcphost/internal/shellquote"
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/mcphost/mcphost/pin"
 )
@@ -358,7 +359,7 @@ func (c *cli) call(ctx context.Context, args []string) int {
 		if req.Tool.Pin == mcphost.PinChanged || req.Tool.Withheld {
 			// Said, not asked: the person asked for this call, but should
 			// know what they are calling. Diff is escaped already.
-			fmt.Fprintf(c.stderr, "%s\nnot recorded as reviewed: see 'mcphost approve%s %s'\n", strings.TrimSuffix(req.Diff, "\n"), flagsUsed(fs), req.Tool.Name)
+			fmt.Fprintf(c.stderr, "%s\nnot recorded as reviewed: see '%s'\n", strings.TrimSuffix(req.Diff, "\n"), c.cmdline("approve", req.Tool.Name))
 		}
 		return mcphost.ApproveOnce, nil
 	}}
@@ -386,7 +387,7 @@ func (c *cli) call(ctx context.Context, args []string) int {
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcphost call: %s\n", visibleLines(err.Error(), "  "))
 		if errors.Is(err, mcphost.ErrUnknownTool) {
-			fmt.Fprintf(c.stderr, "mcphost call: %s%s (see every tool with 'mcphost list%s')\n", pin.Visible(name), didYouMean(name, s.AllTools()), flagsUsed(fs))
+			fmt.Fprintf(c.stderr, "mcphost call: %s%s (see every tool with '%s')\n", pin.Visible(name), didYouMean(name, s.AllTools()), c.cmdline("list", ""))
 		}
 		return exitFail
 	}
@@ -422,19 +423,6 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
-}
-
-// flagsUsed returns, quoted for a shell, the common flags the person set,
-// so that a command suggested to them finds the same config and state.
-func flagsUsed(fs *flag.FlagSet) string {
-	var b strings.Builder
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "config", "worktree", "state", "lock":
-			fmt.Fprintf(&b, " -%s %s", f.Name, shellQuote(f.Value.String()))
-		}
-	})
-	return b.String()
 }
 
 // visibleLines is pin.Visible for text of several lines: each line is made
@@ -519,20 +507,11 @@ func (c *cli) cmdline(verb, arg string) string {
 	args := []string{"mcphost", verb}
 	for _, f := range []struct{ name, value, def string }{{"config", c.config, "mcphost.toml"}, {"worktree", c.worktree, "."}, {"state", c.state, ""}, {"lock", c.lock, ""}} {
 		if f.value != f.def {
-			args = append(args, "-"+f.name, shellQuote(f.value))
+			args = append(args, "-"+f.name, shellquote.Quote(f.value))
 		}
 	}
 	if arg != "" {
-		args = append(args, shellQuote(arg))
+		args = append(args, shellquote.Quote(arg))
 	}
 	return strings.Join(args, " ")
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it, for the commands
-// the CLI suggests.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
