@@ -403,8 +403,10 @@ func (im *importer) keep(entries []importEntry) []*importServer {
 			im.notef("%q is left out: %s", e.key, problem)
 			continue
 		}
-		if c, ok := f["command"].(string); ok && f["args"] == nil && len(argv) > 1 {
-			im.notef("%q: its command %q is split at its spaces into %d arguments, as it has no \"args\"", e.key, c, len(argv))
+		if _, ok := f["command"].(string); ok && f["args"] == nil && len(argv) > 1 {
+			// The command is not quoted here: it may hold a secret that
+			// the table's arguments have removed.
+			im.notef("%q: its command is split at its spaces into %d arguments, as it has no \"args\"", e.key, len(argv))
 		}
 		out = append(out, &importServer{key: e.key, fields: f, argv: argv})
 	}
@@ -765,12 +767,17 @@ func (im *importer) convertCodex(s *importServer, table string) {
 		if !ok {
 			im.notef("%s: its env_vars is not carried over: it is not a list", table)
 		}
+		var passed []string
 		for _, e := range list {
 			if name, ok := e.(string); ok && envNameRE.MatchString(name) {
 				s.addPass(name)
+				passed = append(passed, name)
 			} else {
 				im.notef("%s: env_vars entry %q is left out: it is not a variable name", table, fmt.Sprint(e))
 			}
+		}
+		if len(passed) > 0 {
+			im.notef("%s: env_vars become env_pass: %s pass from your environment to the server", table, strings.Join(passed, ", "))
 		}
 	}
 	timeout := func(key string, unit time.Duration, to *time.Duration, ours string) {
@@ -833,7 +840,7 @@ func riskyEnv(name string) string {
 	switch {
 	case strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "DYLD_"):
 		return "changes which libraries the program loads"
-	case u == "NODE_OPTIONS" || u == "PYTHONPATH" || u == "PYTHONSTARTUP" || u == "BASH_ENV" || u == "ENV" || u == "PERL5OPT" || u == "RUBYOPT" || u == "JAVA_TOOL_OPTIONS":
+	case slices.Contains(pathVars, u) || slices.Contains(optionVars, u) || u == "PYTHONSTARTUP" || u == "BASH_ENV" || u == "ENV" || u == "JAVA_TOOL_OPTIONS":
 		return "changes what code the program runs"
 	case u == "PATH":
 		return "replaces the PATH in which the program is looked up"

@@ -170,6 +170,8 @@ func TestImportFormats(t *testing.T) {
 		{name: "comments", in: "// x\n{\"mcpServers\": {/* y */ \"a\": {\"command\": \"a // not a comment\",},},}", format: "mcpServers", names: []string{"a"}},
 		{name: "codex", in: "[mcp_servers.a]\ncommand = \"a\"\n", format: "codex", names: []string{"a"}},
 		{name: "command line", in: `{"mcpServers": {"a": {"command": "npx -y pkg"}}}`, format: "mcpServers", names: []string{"a"}, noteHas: "split at its spaces into 3 arguments"},
+		{name: "codex env_vars", in: "[mcp_servers.a]\ncommand = \"a\"\nenv_vars = [\"AWS_SECRET_ACCESS_KEY\"]\n", format: "codex", names: []string{"a"}, noteHas: "env_vars become env_pass: AWS_SECRET_ACCESS_KEY pass from your environment"},
+		{name: "code path in env", in: `{"mcpServers": {"a": {"command": "a", "env": {"NODE_PATH": "/x"}}}}`, format: "mcpServers", names: []string{"a"}, noteHas: "changes what code the program runs"},
 		{name: "zed", in: `{"context_servers": {"a": {"command": "a", "args": []}}}`, format: "context_servers", names: []string{"a"}},
 		{name: "opencode", in: `{"mcp": {"a": {"type": "local", "command": ["a", "x"], "environment": {"K": "v"}, "enabled": true}, "b": {"type": "local", "command": ["b"], "enabled": false}, "r": {"type": "remote", "url": "https://r.example/mcp"}}}`, format: "map", names: []string{"a"}, noteHas: "\"enabled\": false"},
 		{name: "codex inline", in: "mcp_servers = { a = { command = \"a\", args = [\"x\"] } }\n", format: "codex", names: []string{"a"}},
@@ -534,4 +536,17 @@ func FuzzImport(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestImportCommandLineSecret: a command line without "args" is split, its
+// secret arguments removed, and the note that says so does not repeat it.
+func TestImportCommandLineSecret(t *testing.T) {
+	im, err := Import(context.Background(), []byte(`{"mcpServers": {"a": {"command": "npx srv --password hunter22hunter22"}}}`), goldenConfig.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkParses(t, im)
+	if !strings.Contains(strings.Join(im.Notes, "\n"), "split at its spaces into 4 arguments") {
+		t.Errorf("no note of the split: %q", im.Notes)
+	}
 }

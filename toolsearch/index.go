@@ -257,6 +257,7 @@ func (x *Index) Search(query string, k int) []Result {
 	if len(qt) == 0 || len(s.docs) == 0 {
 		return nil
 	}
+	k = min(k, len(s.docs)) // so that 2*k below cannot overflow
 	scores := make([]float64, len(s.docs))
 	n := float64(len(s.docs))
 	for _, term := range qt {

@@ -104,6 +104,7 @@ func TestSearch(t *testing.T) {
 		{"file", 1, "", 1},
 		{"note", 2, "", 2},
 		{"note", 0, "", 0},
+		{"note", 1 << 62, "", -1}, // a k past every tool: all that match, no overflow
 		{"", 5, "", 0},
 		{"the of a", 5, "", 0},
 		{"zebra", 5, "", 0},
@@ -272,7 +273,7 @@ func TestResultsAreCopies(t *testing.T) {
 
 // TestConcurrent runs searches, loads and rebuilds from many goroutines
 // while the offered set changes (run with -race): nothing races, and no
-// search returns a tool that was not offered at some point as indexed.
+// search returns a tool as it was when it was not offered.
 func TestConcurrent(t *testing.T) {
 	var mu sync.Mutex
 	gen := 0
@@ -307,7 +308,11 @@ func TestConcurrent(t *testing.T) {
 				case 2:
 					l.Loaded()
 				default:
-					idx.Search("note file page", 5)
+					for _, r := range idx.Search("note file page delete", 5) {
+						if r.Tool.Decision == mcphost.Deny {
+							t.Errorf("search returned %s while it was denied", r.Tool.Name)
+						}
+					}
 				}
 			}
 		}()
