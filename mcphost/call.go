@@ -289,13 +289,15 @@ func (s *Session) send(ctx context.Context, e *toolEntry, args json.RawMessage, 
 // checkOutput checks a result against the tool's output schema, which was
 // reviewed with the rest of its definition: a result that is not an error
 // must carry structuredContent that fits it (MCP: a server that declares
-// an output schema must provide structured results that conform). A
+// an output schema must provide structured results that conform), and an
+// error result that carries any must too, or a server could pass anything
+// as structuredContent by calling its result an error. A
 // result that does not is not passed on: checkOutput returns the error
 // result the model gets instead, and adds a notice; nil when the result
 // keeps its contract (or the tool declares none). Neither says more of
 // the server's output than where it does not fit and why, bounded.
 func (s *Session) checkOutput(e *toolEntry, res *mcp.CallToolResult) *mcp.CallToolResult {
-	if res == nil || res.IsError || e.output == nil && e.outputProblem == "" {
+	if res == nil || res.IsError && res.StructuredContent == nil || e.output == nil && e.outputProblem == "" {
 		return nil
 	}
 	var why string

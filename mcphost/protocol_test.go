@@ -48,7 +48,11 @@ func TestStructuredOutput(t *testing.T) {
 	if err != nil || res.IsError || res.StructuredContent == nil || resultText(t, res) != "structured fit" {
 		t.Fatalf("a fitting result: %v %+v", err, res)
 	}
-	for shape, want := range map[string]string{"misfit": "structuredContent/count: ", "none": "no structuredContent"} {
+	res, err = s.Call(ctx, "mcp__notes__structured", json.RawMessage(`{"shape":"error"}`))
+	if err != nil || !res.IsError || resultText(t, res) != "structured error" {
+		t.Errorf("an error result without structuredContent is passed on as it is: %v %+v", err, res)
+	}
+	for shape, want := range map[string]string{"misfit": "structuredContent/count: ", "none": "no structuredContent", "error-misfit": "structuredContent/count: "} {
 		res, err := s.Call(ctx, "mcp__notes__structured", json.RawMessage(`{"shape":"`+shape+`"}`))
 		if err != nil {
 			t.Fatalf("%s: %v", shape, err)
