@@ -92,10 +92,13 @@ func (e *startError) Unwrap() error { return e.err }
 // set again after one.
 func (srv *server) setDrift(l *pin.Lock) {
 	entry, ok := l.Servers[srv.cfg.Name]
-	if !ok || srv.program == nil {
+	if !ok {
 		return
 	}
-	drift := programChanges(entry.Program, srv.program)
+	drift := []string{"its program cannot be identified now, so it cannot be shown to be the one recorded"}
+	if srv.program != nil {
+		drift = programChanges(entry.Program, srv.program)
+	}
 	srv.mu.Lock()
 	srv.programDrift = drift
 	srv.mu.Unlock()

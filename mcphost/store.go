@@ -116,8 +116,9 @@ func (v *stateView) prior(k kind, server, name string) prior {
 		// A server's prompts are reviewed with its instructions: an
 		// entry for them says the prompts then offered were reviewed.
 		e, p.pinned = v.st.Prompts[pin.Key(server, name)]
-		_, reviewed := v.st.Instructions[server]
-		p.covered = p.pinned || !reviewed
+		_, insReviewed := v.st.Instructions[server]
+		_, reviewed := v.st.Servers[server]
+		p.covered = p.pinned || !insReviewed && !reviewed
 	case kindTable:
 		// A table is never trusted on first sight: it decides what runs
 		// and how it is confined.
@@ -178,9 +179,20 @@ func (s *stateStore) record(_ context.Context, subs []subject, firstSight bool, 
 		}
 		for server, ns := range names {
 			sp, ok := st.Servers[server]
-			if !ok {
+			if !ok && firstSight {
 				st.Servers[server] = pin.ServerEntry{Tools: slices.Clone(ns)}
 				continue
+			}
+			if !ok {
+				// A person's first review of the server covers what it
+				// reviewed and what is pinned already, not every tool it
+				// offers now: one it held (a first sight not recorded)
+				// stays held.
+				for _, n := range ns {
+					if _, pinned := st.Tools[pin.Key(server, n)]; pinned {
+						sp.Tools = append(sp.Tools, n)
+					}
+				}
 			}
 			if firstSight {
 				continue
