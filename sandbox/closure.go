@@ -185,12 +185,12 @@ func ProgramClosure(cfg Config) (Closure, error) {
 			c.Paths = append(c.Paths, ClosurePath{Path: filepath.Dir(entry), Dir: true, Why: "the script's directory"})
 			break
 		}
-		mode, mod, safe := pythonMode(cfg.Argv[1:])
+		mode, mod, safe, ignoreEnv := pythonMode(cfg.Argv[1:])
 		if mode == "" {
 			break
 		}
 		c.Module = mod
-		if v, ok := envValue(env, "PYTHONSAFEPATH"); safe || ok && v != "" {
+		if v, ok := envValue(env, "PYTHONSAFEPATH"); safe || !ignoreEnv && ok && v != "" {
 			break
 		}
 		c.WorkdirImports = true
@@ -231,14 +231,14 @@ func ProgramClosure(cfg Config) (Closure, error) {
 // module name, "-c" or "-" (a program read from stdin) when it runs no
 // script file, or "" when it runs a script. safe reports an option that
 // keeps the working directory off the import path (-I, -P).
-func pythonMode(args []string) (mode, module string, safe bool) {
+func pythonMode(args []string) (mode, module string, safe, ignoreEnv bool) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "-" {
-			return "-", "", safe
+			return "-", "", safe, ignoreEnv
 		}
 		if a == "--" || !strings.HasPrefix(a, "-") {
-			return "", "", safe // a script (after "--", the next argument)
+			return "", "", safe, ignoreEnv // a script (after "--", the next argument)
 		}
 		if strings.HasPrefix(a, "--") {
 			continue // --help, --version and the like run nothing
@@ -248,15 +248,19 @@ func pythonMode(args []string) (mode, module string, safe bool) {
 		for j := 1; j < len(a); j++ {
 			rest := a[j+1:]
 			switch a[j] {
-			case 'I', 'P':
+			case 'I':
+				safe, ignoreEnv = true, true
+			case 'P':
 				safe = true
+			case 'E':
+				ignoreEnv = true // PYTHONSAFEPATH too
 			case 'm':
 				if rest == "" && i+1 < len(args) {
 					rest = args[i+1]
 				}
-				return "-m", rest, safe
+				return "-m", rest, safe, ignoreEnv
 			case 'c':
-				return "-c", "", safe
+				return "-c", "", safe, ignoreEnv
 			case 'W', 'X', 'Q':
 				if rest == "" {
 					i++
@@ -265,7 +269,7 @@ func pythonMode(args []string) (mode, module string, safe bool) {
 			}
 		}
 	}
-	return "-", "", safe // no script: it reads its program from stdin
+	return "-", "", safe, ignoreEnv // no script: it reads its program from stdin
 }
 
 // isShell reports whether base is the name of a shell, whose command line

@@ -10,27 +10,29 @@ import (
 
 func TestPythonMode(t *testing.T) {
 	for _, tt := range []struct {
-		args         string
-		mode, module string
-		safe         bool
+		args            string
+		mode, module    string
+		safe, ignoreEnv bool
 	}{
-		{"-m shsrv", "-m", "shsrv", false},
-		{"-mshsrv.main", "-m", "shsrv.main", false},
-		{"-u -B -m x", "-m", "x", false},
-		{"-Im x", "-m", "x", true},
-		{"-P -m x", "-m", "x", true},
-		{"-X utf8 -m x", "-m", "x", false},
-		{"-Xutf8 -m x", "-m", "x", false},
-		{"-W ignore tools/srv.py", "", "", false},
-		{"tools/srv.py -m x", "", "", false},
-		{"-c print(1)", "-c", "", false},
-		{"-", "-", "", false},
-		{"", "-", "", false},
-		{"-- srv.py", "", "", false},
+		{"-m shsrv", "-m", "shsrv", false, false},
+		{"-mshsrv.main", "-m", "shsrv.main", false, false},
+		{"-u -B -m x", "-m", "x", false, false},
+		{"-Im x", "-m", "x", true, true},
+		{"-E -m x", "-m", "x", false, true},
+		{"-uEm x", "-m", "x", false, true},
+		{"-P -m x", "-m", "x", true, false},
+		{"-X utf8 -m x", "-m", "x", false, false},
+		{"-Xutf8 -m x", "-m", "x", false, false},
+		{"-W ignore tools/srv.py", "", "", false, false},
+		{"tools/srv.py -m x", "", "", false, false},
+		{"-c print(1)", "-c", "", false, false},
+		{"-", "-", "", false, false},
+		{"", "-", "", false, false},
+		{"-- srv.py", "", "", false, false},
 	} {
-		mode, module, safe := pythonMode(strings.Fields(tt.args))
-		if mode != tt.mode || module != tt.module || safe != tt.safe {
-			t.Errorf("pythonMode(%q) = %q, %q, %v; want %q, %q, %v", tt.args, mode, module, safe, tt.mode, tt.module, tt.safe)
+		mode, module, safe, ignoreEnv := pythonMode(strings.Fields(tt.args))
+		if mode != tt.mode || module != tt.module || safe != tt.safe || ignoreEnv != tt.ignoreEnv {
+			t.Errorf("pythonMode(%q) = %q, %q, %v, %v; want %q, %q, %v, %v", tt.args, mode, module, safe, ignoreEnv, tt.mode, tt.module, tt.safe, tt.ignoreEnv)
 		}
 	}
 }
@@ -83,6 +85,8 @@ func TestProgramClosure(t *testing.T) {
 		{argv: []string{python, "tools/srv.py"}, runtime: "python", paths: []string{"tools"}},
 		{argv: []string{python, "-m", "shsrv"}, runtime: "python", paths: []string{"shsrv"}, workdir: true},
 		{argv: []string{python, "-m", "shsrv"}, runtime: "python", env: map[string]string{"PYTHONSAFEPATH": "1"}},
+		// -E: Python ignores PYTHONSAFEPATH, and imports from the worktree.
+		{argv: []string{python, "-E", "-m", "shsrv"}, runtime: "python", paths: []string{"shsrv"}, workdir: true, env: map[string]string{"PYTHONSAFEPATH": "1"}},
 		{argv: []string{python, "-m", "elsewhere"}, runtime: "python", workdir: true},
 		{argv: []string{"bin/tool"}, runtime: "python", paths: []string{"bin"}},
 		{argv: []string{"node", "app/lib/srv.js"}, runtime: "node", paths: []string{"app"}},

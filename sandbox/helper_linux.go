@@ -443,7 +443,9 @@ func confineAndStart(s *spec, rules []llRule, abi int) (pid, listener int, err e
 	}
 	// Limits are a process's, not a thread's: set here, just before the
 	// server is forked, they bind the helper too, which forks nothing else.
-	// The kernel budgets only lower what the helper has (lower: true).
+	// The kernel budgets and the file size only lower what the helper has
+	// (lower: true): a host whose hard limit is below them keeps its own,
+	// which the helper could not raise.
 	for _, l := range []struct {
 		resource int
 		name     string
@@ -451,7 +453,7 @@ func confineAndStart(s *spec, rules []llRule, abi int) (pid, listener int, err e
 		lower    bool
 	}{
 		{unix.RLIMIT_NPROC, "RLIMIT_NPROC", int64(s.NProc), false}, {unix.RLIMIT_DATA, "RLIMIT_DATA", s.Data, false},
-		{unix.RLIMIT_FSIZE, "RLIMIT_FSIZE", s.FileSize, false},
+		{unix.RLIMIT_FSIZE, "RLIMIT_FSIZE", s.FileSize, true},
 		{unix.RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING", s.SigPending, true}, {unix.RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE", s.MsgQueue, true},
 		{unix.RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK", s.MemLock, true}, {unix.RLIMIT_NOFILE, "RLIMIT_NOFILE", s.NoFile, true},
 	} {
