@@ -188,7 +188,7 @@ func ParseLock(data []byte) (*Lock, error) {
 	if l.Servers == nil {
 		l.Servers = map[string]LockServer{}
 	}
-	if err := l.check(); err != nil {
+	if err := l.check(l.Version); err != nil {
 		return nil, fmt.Errorf("%w: %w", errLockCorrupt, err)
 	}
 	// encoding/json matches keys regardless of case and keeps the last of
@@ -215,9 +215,10 @@ func ParseLock(data []byte) (*Lock, error) {
 	return &l, nil
 }
 
-// check checks what the types cannot: names, roles, digest formats, and
-// that each digest is the digest of its definition.
-func (l *Lock) check() error {
+// check checks what the types cannot: names, roles, digest formats, that
+// each digest is the digest of its definition, and that a lock of an older
+// version holds only what that version had.
+func (l *Lock) check(version int) error {
 	for _, name := range sortedKeys(l.Servers) {
 		s := l.Servers[name]
 		where := "servers[" + jsontree.QuoteName(name) + "]"
@@ -229,8 +230,16 @@ func (l *Lock) check() error {
 				return err
 			}
 		}
+		if version < 2 && (s.Instructions != nil || s.Prompts != nil) {
+			// A version 1 lock was written before either existed: one
+			// that holds them is not what it says it is.
+			return fmt.Errorf("%s: instructions and prompts are of version 2, the lock says version %d", where, version)
+		}
 		for i, p := range s.Program {
 			w := fmt.Sprintf("%s.program[%d]", where, i)
+			if version < 2 && (p.Role == RolePackage || p.Role == RolePackageFile) {
+				return fmt.Errorf("%s: role %q is of version 2, the lock says version %d", w, p.Role, version)
+			}
 			switch p.Role {
 			case RoleProgram, RoleInterpreter, RoleScript, RolePackage, RolePackageFile:
 			default:
@@ -295,7 +304,7 @@ func checkLockEntry(where string, e LockEntry) error {
 // the lock is invalid (what ParseLock would refuse). Definitions are written
 // in canonical form whatever form they are given in.
 func (l *Lock) Marshal() ([]byte, error) {
-	if err := l.check(); err != nil {
+	if err := l.check(LockVersion); err != nil {
 		return nil, fmt.Errorf("pin: invalid lock: %w", err)
 	}
 	return l.marshal(LockVersion)

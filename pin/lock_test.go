@@ -98,6 +98,9 @@ func TestParseLockRefuses(t *testing.T) {
 		{"empty prompt name", `{"version":2,"servers":{"x":{"program":[],"prompts":{"":{"digest":"` + digest(`{"a":1}`) + `","definition":{"a":1}}},"tools":{}}}}`, "empty prompt name", false},
 		{"prompts written out empty", `{"version":2,"servers":{"x":{"program":[],"prompts":{},"tools":{}}}}`, "not in the form", false},
 		{"version 0", `{"version":0,"servers":{}}`, "want 1 to 2", false},
+		{"version 1 with instructions", `{"version":1,"servers":{"x":{"instructions":{"digest":"` + digest(`{"instructions":"a"}`) + `","definition":{"instructions":"a"}},"program":[],"tools":{}}}}`, "of version 2", false},
+		{"version 1 with prompts", `{"version":1,"servers":{"x":{"program":[],"prompts":{"p":{"digest":"` + digest(`{"a":1}`) + `","definition":{"a":1}}},"tools":{}}}}`, "of version 2", false},
+		{"version 1 with a package", `{"version":1,"servers":{"x":{"program":[{"role":"package","path":"node_modules/a","digest":"` + digest(`{"a":1}`) + `"}],"tools":{}}}}`, "of version 2", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseLock([]byte(tt.in))
