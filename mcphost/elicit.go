@@ -381,8 +381,12 @@ func (srv *server) elicitURL(ctx context.Context, p *mcp.ElicitParams) (*mcp.Eli
 	return nil, fmt.Errorf("%w: the URL elicitor answered with action %q", ErrBadElicitation, printable(string(action), 40))
 }
 
-// maxElicitURL bounds the URL a server may ask a person to open.
-const maxElicitURL = 8 << 10
+// maxElicitURL bounds the URL a server may ask a person to open, and
+// maxElicitURLMessage the message shown with it.
+const (
+	maxElicitURL        = 8 << 10
+	maxElicitURLMessage = 4 << 10
+)
 
 // newElicitURLRequest checks a server's URL-mode elicitation and makes
 // what the URLElicitor sees of it.
@@ -391,9 +395,16 @@ func newElicitURLRequest(server string, p *mcp.ElicitParams) (ElicitURLRequest, 
 	if len(p.URL) > maxElicitURL {
 		return er, fmt.Errorf("%w: the URL is longer than %d bytes", ErrBadElicitation, maxElicitURL)
 	}
+	if len(p.Message) > maxElicitURLMessage {
+		return er, fmt.Errorf("%w: the message is longer than %d bytes", ErrBadElicitation, maxElicitURLMessage)
+	}
 	u, err := url.Parse(p.URL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return er, fmt.Errorf("%w: %s is not an http or https URL with a host", ErrBadElicitation, printable(p.URL, 200))
+	}
+	if u.User != nil {
+		// https://bank.example:x@evil.example/ reads as the bank's.
+		return er, fmt.Errorf("%w: %s names a user before its host, which reads as another host", ErrBadElicitation, printable(p.URL, 200))
 	}
 	var b strings.Builder
 	for _, r := range u.Host {

@@ -165,7 +165,7 @@ func TestElicitURL(t *testing.T) {
 		return ElicitAccept, nil
 	}
 	s := e.connect(opts, eraFixtures()...)
-	args := `{"message":"Sign in\u200b","url":"https://user@xn--80ak6aa92e.example/\u0430uth\u200b?x=1"}`
+	args := `{"message":"Sign in\u200b","url":"https://xn--80ak6aa92e.example/\u0430uth\u200b?x=1"}`
 	for _, server := range []string{"modern", "legacy"} {
 		if out := call(t, s, "mcp__"+server+"__open_url", args); out != "accept" {
 			t.Errorf("%s: %s", server, out)
@@ -185,7 +185,7 @@ func TestElicitURL(t *testing.T) {
 		t.Fatalf("asked %d times: %+v", len(asked), asked)
 	}
 	for _, req := range asked {
-		if req.Message != "Sign in<U+200B>" || req.Host != "xn--80ak6aa92e.example" || req.URL != "https://user@xn--80ak6aa92e.example/\u0430uth<U+200B>?x=1" {
+		if req.Message != "Sign in<U+200B>" || req.Host != "xn--80ak6aa92e.example" || req.URL != "https://xn--80ak6aa92e.example/\u0430uth<U+200B>?x=1" {
 			t.Errorf("request %+v", req)
 		}
 	}
@@ -195,6 +195,15 @@ func TestElicitURL(t *testing.T) {
 	}
 	if r, err := NewElicitURLRequest("x", "", "https://\u0430pple.com:8443/"); err != nil || r.Host != "<U+0430>pple.com:8443" {
 		t.Errorf("a look-alike host: %+v %v", r, err)
+	}
+	for _, bad := range []struct{ message, url string }{
+		{"", "https://apple.com:pw@evil.example/"}, // reads as apple.com's
+		{"", "https://user@apple.com/"},
+		{strings.Repeat("m", maxElicitURLMessage+1), "https://apple.com/"},
+	} {
+		if _, err := NewElicitURLRequest("x", bad.message, bad.url); !errors.Is(err, ErrBadElicitation) {
+			t.Errorf("%.40s %s: %v, want ErrBadElicitation", bad.message, bad.url, err)
+		}
 	}
 	s.Close()
 
