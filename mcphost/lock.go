@@ -48,8 +48,9 @@ type lockFile struct {
 	// a server could write the git directory.
 	noGit string
 	// worktree is the session's worktree: its repository is the only one
-	// that can vouch for the lock.
+	// that can vouch for the lock. roots are the paths servers may write.
 	worktree string
+	roots    []string
 	// acceptCmd is the command that accepts the lock after reading it.
 	acceptCmd string
 	mu        sync.Mutex
@@ -85,6 +86,7 @@ func newLockFile(path string, servers []ServerConfig, opts Options) (*lockFile, 
 	if err != nil {
 		return nil, err
 	}
+	lf.roots = roots
 	// Where the lock really is: a path through a symbolic link (the
 	// file's own, or a directory's) that ends in a writable path is as
 	// writable as the file there.
@@ -136,7 +138,7 @@ func (lf *lockFile) trust(ctx context.Context, data []byte) error {
 	}
 	why := lf.noGit
 	if why == "" {
-		committed, err := committedBlob(ctx, lf.worktree, lf.path)
+		committed, err := committedBlob(ctx, lf.worktree, lf.roots, lf.path)
 		switch {
 		case err != nil:
 			why = err.Error()
@@ -163,10 +165,13 @@ func (lf *lockFile) remember(d string) {
 // whose git directory the sandbox keeps read-only to every server. A
 // repository a server made (git init in a directory of the worktree) is
 // not asked: the lock must be committed at its path relative to the top
-// of the worktree's repository. git runs without the environment's GIT_
+// of the worktree's repository, and a git directory that lies where a
+// server can write (roots) vouches only as the top's own ".git" directory,
+// the one the sandbox keeps read-only; one a ".git" file points to there
+// could have been made by a server. git runs without the environment's GIT_
 // variables, through commands that run no hook, filter or fsmonitor,
 // bounded in time (gitTimeout) and size.
-func committedBlob(ctx context.Context, worktree, path string) ([]byte, error) {
+func committedBlob(ctx context.Context, worktree string, roots []string, path string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
 	out, err := runGit(ctx, worktree, 4096, "rev-parse", "--path-format=absolute", "--git-dir", "--show-toplevel")
@@ -180,6 +185,17 @@ func committedBlob(ctx context.Context, worktree, path string) ([]byte, error) {
 	gitDir, top := lines[0], lines[1]
 	if outer := nestedIn(worktree, top); outer != "" {
 		return nil, fmt.Errorf("the worktree's repository %s lies inside the repository at %s, within the worktree, where a server could have made it with git init; such a repository vouches for nothing (commit the lock in %s, or accept it)", top, outer, outer)
+	}
+	if real, err := filepath.EvalSymlinks(gitDir); err == nil {
+		gitDir = real
+	}
+	own := filepath.Join(top, ".git")
+	if fi, err := os.Lstat(own); err != nil || !fi.IsDir() || gitDir != own {
+		for _, r := range roots {
+			if under(gitDir, r) {
+				return nil, fmt.Errorf("the worktree's repository %s keeps its git directory at %s, where servers can write, and not in its own .git directory; a server could have made it, so it vouches for nothing (accept the lock)", top, gitDir)
+			}
+		}
 	}
 	canon := path
 	if d, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
@@ -348,7 +364,7 @@ func ReviewLock(ctx context.Context, path string, servers []ServerConfig, opts O
 	}
 	r := &LockReview{Path: lf.path, Digest: pin.DigestBytes(data), data: data, lf: lf}
 	base := &pin.Lock{Servers: map[string]pin.LockServer{}}
-	committed, err := committedBlob(ctx, lf.worktree, lf.path)
+	committed, err := committedBlob(ctx, lf.worktree, lf.roots, lf.path)
 	switch {
 	case err != nil:
 		r.Against = "nothing: there is no committed version to compare with (" + err.Error() + "), so all of it is shown"
