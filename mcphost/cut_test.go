@@ -3,6 +3,7 @@ package mcphost
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -310,6 +311,27 @@ func TestCutPromptAndResourceMeta(t *testing.T) {
 			if !strings.Contains(note, name) {
 				t.Errorf("the note does not name %q: %s", name, note)
 			}
+		}
+	})
+	t.Run("prompt of many empty messages and a long role", func(t *testing.T) {
+		// Found in review: a message's frame and role were not counted,
+		// so 20,000 empty messages passed a 4 KiB bound.
+		var msgs []*mcp.PromptMessage
+		msgs = append(msgs, &mcp.PromptMessage{Role: mcp.Role(strings.Repeat("r", 50<<10)), Content: &mcp.TextContent{Text: "a"}})
+		for range 20000 {
+			msgs = append(msgs, &mcp.PromptMessage{Role: "user", Content: &mcp.TextContent{}}, nil)
+		}
+		p := cutPrompt(&mcp.GetPromptResult{Messages: msgs}, limit, "x")
+		if n := size(p); n > limit+cutAllowance {
+			t.Errorf("the prompt's JSON is %d bytes; want at most %d", n, limit+cutAllowance)
+		}
+		if p.Messages[0].Role != "user" || lastText(p.Messages[0].Content) != "a" {
+			t.Errorf("first message: role %.20q, %+v", p.Messages[0].Role, p.Messages[0].Content)
+		}
+		note := lastText(p.Messages[len(p.Messages)-1].Content)
+		shown := len(p.Messages) - 1
+		if want := fmt.Sprintf("%d message(s) were not shown", len(msgs)-shown); !strings.Contains(note, want) || !strings.Contains(note, "the role of message 1") {
+			t.Errorf("the note: %s; want %q and the role named", note, want)
 		}
 	})
 	t.Run("prompt whose messages fit", func(t *testing.T) {

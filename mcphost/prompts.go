@@ -320,7 +320,10 @@ func (s *Session) GetPrompt(ctx context.Context, server, name string, args map[s
 
 // cutPrompt bounds a prompt's messages as cut bounds a tool's result:
 // each message's content counts as cut counts it, its _meta and
-// annotations too. A message whose content fits but for those keeps its
+// annotations too, and so does its frame (its role, the braces, the
+// comma): a prompt of many empty messages is bounded too. A role other
+// than user and assistant is given as user (the note says so), so that no
+// role text of the server's reaches the model. A message whose content fits but for those keeps its
 // content without them; otherwise it goes through cut on what is left,
 // and from that message on the rest are dropped and a last user message
 // says so. The prompt's description, _meta, requestState and
@@ -333,25 +336,48 @@ func cutPrompt(res *mcp.GetPromptResult, limit int64, server string) *mcp.GetPro
 	left := limit
 	var gone removed
 	for i, m := range res.Messages {
-		if m == nil || m.Content == nil {
+		if m == nil {
+			m = &mcp.PromptMessage{Role: "user"}
+		}
+		if m.Role != "user" && m.Role != "assistant" {
+			gone.add("the role of message %d (neither user nor assistant: it is given as user)", i+1)
+			m = &mcp.PromptMessage{Role: "user", Content: m.Content}
+		}
+		res.Messages[i] = m
+		frame := int64(len(`{"content":,"role":""}`) + len(m.Role))
+		if i > 0 {
+			frame++ // the comma
+		}
+		bare, size, meta, ann := mcp.Content(nil), int64(len("null")), int64(0), int64(0)
+		if m.Content != nil {
+			// Counted as an item after the first, with its own frame
+			// (a text item's {"type":"text"...}): one byte too many
+			// for the comma it does not have.
+			bare, size, meta, ann = measure(m.Content, false)
+		}
+		if frame+size+meta+ann <= left {
+			left -= frame + size + meta + ann
 			continue
 		}
-		bare, size, meta, ann := measure(m.Content, true)
-		if size+meta+ann <= left {
-			left -= size + meta + ann
-			continue
-		}
-		if size <= left {
+		if frame+size <= left {
 			// They are for the client: they go, not the message.
-			left -= size
+			left -= frame + size
 			res.Messages[i] = &mcp.PromptMessage{Role: m.Role, Content: bare}
 			gone.add("the _meta and annotations of message %d", i+1)
 			continue
 		}
-		kept := cut(&mcp.CallToolResult{Content: []mcp.Content{m.Content}}, left, server)
+		left = max(left-frame, 0)
+		var kept *mcp.CallToolResult
+		if m.Content != nil {
+			kept = cut(&mcp.CallToolResult{Content: []mcp.Content{m.Content}}, left, server)
+		} else {
+			kept = &mcp.CallToolResult{}
+		}
 		msgs := slices.Clone(res.Messages[:i])
+		hidden := len(res.Messages) - i // message i on
 		if len(kept.Content) > 1 { // the cut part, then cut's note
 			msgs = append(msgs, &mcp.PromptMessage{Role: m.Role, Content: kept.Content[0]})
+			hidden--
 		}
 		cutPromptExtras(res, 0, &gone)
 		extras := ""
@@ -360,7 +386,7 @@ func cutPrompt(res *mcp.GetPromptResult, limit int64, server string) *mcp.GetPro
 		}
 		msgs = append(msgs, &mcp.PromptMessage{Role: "user", Content: &mcp.TextContent{Text: fmt.Sprintf(
 			"[mcphost: this prompt was cut: its messages are larger than the %d-byte max_output of [mcp.%s]; %d message(s) were not shown%s]",
-			limit, server, len(res.Messages)-i-1, extras)}})
+			limit, server, hidden, extras)}})
 		res.Messages = msgs
 		return res
 	}
