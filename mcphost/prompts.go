@@ -375,7 +375,8 @@ func cutPrompt(res *mcp.GetPromptResult, limit int64, server string) *mcp.GetPro
 		}
 		msgs := slices.Clone(res.Messages[:i])
 		hidden := len(res.Messages) - i // message i on
-		if len(kept.Content) > 1 { // the cut part, then cut's note
+		// Kept: the cut part, then cut's note.
+		if len(kept.Content) > 1 {
 			msgs = append(msgs, &mcp.PromptMessage{Role: m.Role, Content: kept.Content[0]})
 			hidden--
 		}
