@@ -157,7 +157,7 @@ func (s *Session) publishPrompts(srv *server, ls loadedState) []subject {
 func (srv *server) promptsChanged(gen uint64) {
 	s := srv.sess
 	srv.mu.Lock()
-	if srv.gen != gen || srv.stopErr != nil || srv.state != ServerRunning {
+	if srv.gen != gen || srv.stopErr != nil || srv.state != ServerRunning || srv.promptsHalted {
 		srv.mu.Unlock()
 		return
 	}
@@ -181,17 +181,19 @@ func (srv *server) promptsChanged(gen uint64) {
 			t.Stop()
 			srv.mu.Lock()
 			stale := srv.gen != gen || srv.promptsRelisting != done
-			srv.promptsDirty = false
 			srv.mu.Unlock()
 			if !stale {
 				s.recordFirstSight(s.publishPrompts(srv, s.loadPins(context.Background())))
 				s.logger.Info("server prompts changed", "server", srv.cfg.Name)
 			}
 			srv.mu.Lock()
+			// As for tools, a notification since this round began (its
+			// wait included) makes another round.
 			again := !stale && srv.promptsDirty && srv.promptsRelisting == done
+			srv.promptsDirty = false
 			unsettled := again && round >= maxRelistRounds
 			if unsettled {
-				srv.prompts = nil
+				srv.prompts, srv.promptsHalted = nil, true
 			}
 			if !again || unsettled {
 				if srv.promptsRelisting == done {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,7 +20,7 @@ import (
 // features (-protocol-tools), allowed.
 func protoFixture(name string, flags ...string) ServerConfig {
 	sc := fixture(name, append([]string{"-protocol-tools"}, flags...)...)
-	sc.Allow = append(slices.Clone(sc.Allow), "structured", "remote_ref", "open_url", "mutate_prompt")
+	sc.Allow = append(slices.Clone(sc.Allow), "structured", "remote_ref", "open_url", "mutate_prompt", "prompt_storm")
 	return sc
 }
 
@@ -92,6 +93,39 @@ func TestRemoteRefCall(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(record); strings.Count(string(b), "remote_ref") != 1 {
 		t.Errorf("the server saw %q", b)
+	}
+}
+
+// TestPromptStorm (found in review): a server that keeps sending
+// notifications/prompts/list_changed has its prompts withdrawn after
+// maxRelistRounds re-lists, and they stay withdrawn, though the storm goes
+// on, until Restart.
+func TestPromptStorm(t *testing.T) {
+	e := newEnv(t)
+	desc := filepath.Join(e.worktree, "prompt.txt")
+	os.WriteFile(desc, []byte("Summarize the notes about a topic."), 0o644)
+	s := e.connect(e.opts(), protoFixture("storm", "-prompt-file", desc))
+	ctx := context.Background()
+	if len(s.Prompts()) == 0 {
+		t.Fatal("no prompts before the storm")
+	}
+	// Past the withdrawal (maxRelistRounds re-lists, relistInterval apart).
+	storm := time.Duration(maxRelistRounds+6) * relistInterval
+	call(t, s, "mcp__storm__prompt_storm", fmt.Sprintf(`{"seconds":%g}`, storm.Seconds()))
+	waitNotice(t, s, 10*time.Second, "storm", "prompts did not settle", "withdrawn until Restart")
+	// The storm goes on past the withdrawal, and a little after it.
+	time.Sleep(storm + relistInterval*2)
+	if ps := s.Prompts(); len(ps) != 0 {
+		t.Errorf("%d prompts offered again during the storm", len(ps))
+	}
+	if _, err := s.GetPrompt(ctx, "storm", "summarize", map[string]string{"topic": "x"}); err == nil {
+		t.Error("a withdrawn prompt was got")
+	}
+	if err := s.Restart(ctx, "storm"); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Prompts()) == 0 {
+		t.Error("no prompts after Restart")
 	}
 }
 

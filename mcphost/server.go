@@ -76,6 +76,9 @@ type server struct {
 	// under mu.
 	promptsRelisting chan struct{}
 	promptsDirty     bool
+	// promptsHalted: its prompts did not settle and are withdrawn until
+	// it starts again; under mu.
+	promptsHalted bool
 }
 
 // startError is a failure to start, with the phase it happened in.
@@ -147,6 +150,7 @@ func (srv *server) start(ctx context.Context) error {
 	srv.mu.Lock()
 	srv.gen++
 	gen := srv.gen
+	srv.promptsHalted = false
 	srv.proc = proc
 	srv.confinement = proc.Confinement()
 	srv.limits = proc.Limits()
