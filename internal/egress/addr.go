@@ -58,16 +58,11 @@ func isPublic(a netip.Addr) bool {
 	if !a.IsValid() || a.Zone() != "" || a.Is4In6() {
 		return false
 	}
-	if a.Is6() {
-		b := a.As16()
-		switch {
-		case nat64.Contains(a):
-			return isPublic(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
-		case sixToFour.Contains(a):
-			return isPublic(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
-		case !globalUnicast6.Contains(a):
-			return false
-		}
+	if v4, ok := embedded4(a); ok {
+		return isPublic(v4)
+	}
+	if a.Is6() && !globalUnicast6.Contains(a) {
+		return false
 	}
 	for _, p := range notPublic {
 		if p.Contains(a) {
@@ -75,6 +70,34 @@ func isPublic(a netip.Addr) bool {
 		}
 	}
 	return true
+}
+
+// embedded4 returns the IPv4 address a NAT64 (64:ff9b::/96) or 6to4
+// (2002::/16) address stands for: a gateway turns a connection to it into
+// one to that address.
+func embedded4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	switch {
+	case nat64.Contains(a):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case sixToFour.Contains(a):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	}
+	return netip.Addr{}, false
+}
+
+// isOwn reports whether a is one of own (the host's addresses), directly
+// or as the NAT64 or 6to4 form of one.
+func isOwn(own []netip.Addr, a netip.Addr) bool {
+	a = a.WithZone("")
+	if slices.Contains(own, a) {
+		return true
+	}
+	v4, ok := embedded4(a)
+	return ok && slices.Contains(own, v4)
 }
 
 // hostAddrs returns the addresses of the host's own interfaces as they are
@@ -122,7 +145,7 @@ func checkNotSelf(c net.Conn) error {
 	if err != nil {
 		return err
 	}
-	if slices.Contains(own, remote) {
+	if isOwn(own, remote) {
 		return errSelf
 	}
 	return nil

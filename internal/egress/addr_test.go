@@ -283,3 +283,43 @@ func TestCheckNotSelf(t *testing.T) {
 		t.Errorf("checkNotSelf(a pipe) = %v, want nil", err)
 	}
 }
+
+// TestVetHostAddressEmbedded (found in review): a granted name that
+// resolves to the NAT64 or 6to4 form of one of the host's own IPv4
+// addresses is the host's own: on a network with such a gateway, the
+// gateway would connect it back to the host.
+func TestVetHostAddressEmbedded(t *testing.T) {
+	all, err := hostAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v4 netip.Addr
+	for _, a := range all {
+		if a.Is4() {
+			v4 = a // 127.0.0.1 at least: every host has one
+			break
+		}
+	}
+	if !v4.IsValid() {
+		t.Fatalf("no IPv4 address among the host's own: %v", all)
+	}
+	b := v4.As4()
+	forms := map[string]netip.Addr{
+		"nat64": netip.AddrFrom16([16]byte{0: 0, 1: 0x64, 2: 0xff, 3: 0x9b, 12: b[0], 13: b[1], 14: b[2], 15: b[3]}),
+		"6to4":  netip.AddrFrom16([16]byte{0: 0x20, 1: 0x02, 2: b[0], 3: b[1], 4: b[2], 5: b[3], 15: 1}),
+	}
+	for name, a := range forms {
+		t.Run(name, func(t *testing.T) {
+			p, err := New(Config{Grants: grants(t, "self.example.com:443"), Resolver: &fakeResolver{names: map[string][]netip.Addr{"self.example.com": {a}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// As on a host with a public IPv4 address: only the check
+			// against the host's own addresses is left.
+			p.public = func(netip.Addr) bool { return true }
+			if dests, err := p.vet(context.Background(), "self.example.com", 443); err == nil {
+				t.Errorf("%s (the %s form of %s) was let through: %v", a, name, v4, dests)
+			}
+		})
+	}
+}

@@ -21,8 +21,11 @@
 // are those of its interfaces, listed at each connection so that one added
 // after start counts; the proxy drops them before connecting, and closes a
 // connection that turns out to reach the host after all (its remote
-// address is the host's, or the very address it came from). The proxy
-// connects to the very addresses it vetted.
+// address is the host's, or the very address it came from); the NAT64 or
+// 6to4 form of one of them is the host's too. The proxy connects to the
+// very addresses it vetted. What it cannot know is an address that is the
+// host's only through a router: a public address a cloud maps to the
+// host's private one (1:1 NAT, hairpin), which is on no interface.
 //
 // Every refused destination is reported once per Proxy through
 // Config.Refused, naming the host and port the server asked for.

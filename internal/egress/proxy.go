@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -707,7 +706,7 @@ func (p *Proxy) vet(ctx context.Context, host string, port uint16) ([]dest, erro
 					return nil, err
 				}
 			}
-			if slices.Contains(own, a.WithZone("")) {
+			if isOwn(own, a) {
 				other = append(other, a)
 				continue
 			}
@@ -721,7 +720,7 @@ func (p *Proxy) vet(ctx context.Context, host string, port uint16) ([]dest, erro
 		}
 		var self []netip.Addr
 		for _, a := range other {
-			if slices.Contains(own, a.WithZone("")) {
+			if isOwn(own, a) {
 				self = append(self, a)
 			}
 		}
