@@ -213,20 +213,25 @@ func (s *Session) rejudge(srv *server, ls loadedState) {
 	srv.mu.Lock()
 	raws := srv.lastList
 	srv.mu.Unlock()
-	entries, _, _ := srv.build(raws, ls)
+	// What the new reading trusts on first sight is recorded, as at a
+	// listing, so that a later change of it is caught.
+	entries, recs, _ := srv.build(raws, ls)
 	s.swapTools(srv, entries)
 	srv.pubMu.Unlock()
-	srv.pinInstructions(ls)
+	if rec, _ := srv.pinInstructions(ls); rec != nil {
+		recs = append(recs, *rec)
+	}
 	srv.mu.Lock()
 	defs := make([]json.RawMessage, len(srv.prompts))
 	for i, p := range srv.prompts {
 		defs[i] = p.Definition
 	}
 	srv.mu.Unlock()
-	prompts, _, _ := srv.pinPrompts(defs, ls)
+	prompts, precs, _ := srv.pinPrompts(defs, ls)
 	srv.mu.Lock()
 	srv.prompts = prompts
 	srv.mu.Unlock()
+	s.recordFirstSight(append(recs, precs...))
 }
 
 // Pending returns a Review of every subject of the session that is not as
