@@ -52,8 +52,8 @@ type store interface {
 type view interface {
 	// prior is what the reviews hold for a subject.
 	prior(k kind, server, name string) prior
-	// serverNames is the set of names a server's review covers for a kind
-	// (tools, prompts), and whether the server was reviewed at all.
+	// serverReviewed reports whether a person's review (or a first sight)
+	// of the server is on record at all.
 	serverReviewed(server string) bool
 	// recordedTools lists the tools recorded for a server, reviewed or
 	// first seen: those a server no longer lists get a notice.

@@ -102,7 +102,7 @@ type spec struct {
 	FileSize int64 `json:"file_size,omitempty"`
 	// SigPending, MemLock, MsgQueue and NoFile, when positive, bound the
 	// server's RLIMIT_SIGPENDING, RLIMIT_MEMLOCK, RLIMIT_MSGQUEUE and
-	// RLIMIT_NOFILE (full tier; kernelBudgets). They only lower: a limit
+	// RLIMIT_NOFILE (full tier; setKernelBudgets). They only lower: a limit
 	// the helper has below one of them stays.
 	SigPending int64 `json:"sigpending,omitempty"`
 	MemLock    int64 `json:"memlock,omitempty"`
@@ -122,7 +122,7 @@ type spec struct {
 	TmpSize int64  `json:"tmp_size,omitempty"`
 
 	// cgroupV1 says Cgroups are cgroup v1 directories, which the thread
-	// that starts the helper can join for the fork (startInCgroups), on
+	// that starts the helper can join for the fork (threadIntoCgroups), on
 	// the host's side.
 	cgroupV1 bool
 	// idmapFiles are those trees, on the host's side.

@@ -126,12 +126,15 @@ func TestImportCLIHostile(t *testing.T) {
 	// U+3164, a Hangul filler, is a letter to strconv.Quote, which keeps
 	// it, and invisible to a person: only pin.Visible escapes it.
 	hostile := "\x1b]0;pwned\x07\x1b[2J\u202e\u200b\n# [mcp.evil]\r\u009b\u3164"
-	for _, in := range []string{
-		`{"mcpServers": {"` + jsonEscape(hostile) + `": {"command": "` + jsonEscape(hostile) + `", "args": ["` + jsonEscape(hostile) + `"], "env": {"A": "` + jsonEscape(hostile) + `"}, "` + jsonEscape(hostile) + `": 1, "cwd": "` + jsonEscape(hostile) + `"}, "r": {"type": "` + jsonEscape(hostile) + `"}}}`,
-		"[mcp_servers.\"" + jsonEscape(hostile) + "\"]\ncommand = \"" + jsonEscape(hostile) + "\"\nargs = []\nenv_vars = [\"" + jsonEscape(hostile) + "\"]\n",
-		`{"mcpServers": ` + jsonEscape(hostile),
+	for _, tc := range []struct {
+		in      string
+		imports bool // a table comes out, which holds the command as it is
+	}{
+		{`{"mcpServers": {"` + jsonEscape(hostile) + `": {"command": "` + jsonEscape(hostile) + `", "args": ["` + jsonEscape(hostile) + `"], "env": {"A": "` + jsonEscape(hostile) + `"}, "` + jsonEscape(hostile) + `": 1, "cwd": "` + jsonEscape(hostile) + `"}, "r": {"type": "` + jsonEscape(hostile) + `"}}}`, true},
+		{"[mcp_servers.\"" + jsonEscape(hostile) + "\"]\ncommand = \"" + jsonEscape(hostile) + "\"\nargs = []\nenv_vars = [\"" + jsonEscape(hostile) + "\"]\n", true},
+		{`{"mcpServers": ` + jsonEscape(hostile), false},
 	} {
-		code, out, stderr := runImport(in, "-")
+		code, out, stderr := runImport(tc.in, "-")
 		for _, s := range []string{out, stderr} {
 			for _, r := range s {
 				if r != '\n' && r != '\\' && r != '<' && pin.Visible(string(r)) != string(r) {
@@ -140,10 +143,14 @@ func TestImportCLIHostile(t *testing.T) {
 				}
 			}
 		}
+		if (code == 0) != tc.imports {
+			t.Errorf("exit %d, want a table: %v\n%s", code, tc.imports, stderr)
+		}
 		if code == 0 {
 			servers, err := mcphost.Parse([]byte(out))
 			if err != nil || len(servers) != 1 || strings.Contains(out, "[mcp.evil]\n") {
 				t.Errorf("output %v %v:\n%s", servers, err, out)
+				continue
 			}
 			// The hostile command is kept, byte for byte.
 			if servers[0].Command[0] != hostile {
