@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -244,6 +245,10 @@ func pollWait(ctx context.Context, ms *int64) bool {
 // and tasks/update answers while it runs.
 const maxTaskInputRounds = 16
 
+// maxTaskInputsPerRound bounds the requests of one round that are not
+// answered yet: each may ask the person something.
+const maxTaskInputsPerRound = 8
+
 // extTask is a task as the tasks extension (2026-07-28) shows it: the
 // result of a tools/call that created one (resultType "task"), or of
 // tasks/get, with what its status carries inline.
@@ -426,12 +431,19 @@ func (s *Session) taskInputs(ctx context.Context, e *toolEntry, raw json.RawMess
 	if err := json.Unmarshal(raw, &reqs); err != nil {
 		return nil, fmt.Errorf("server %s: its input requests cannot be read: %v", e.Server, printable(err.Error(), 200))
 	}
-	answers := mcp.InputResponseMap{}
-	for key, ir := range reqs {
-		if answered[key] {
-			continue
+	var keys []string
+	for key := range reqs {
+		if !answered[key] {
+			keys = append(keys, key)
 		}
-		switch p := ir.(type) {
+	}
+	if len(keys) > maxTaskInputsPerRound {
+		return nil, fmt.Errorf("server %s: a task asked for %d inputs at once, more than the %d mcphost answers in one round", e.Server, len(keys), maxTaskInputsPerRound)
+	}
+	slices.Sort(keys) // asked in a stable order
+	answers := mcp.InputResponseMap{}
+	for _, key := range keys {
+		switch p := reqs[key].(type) {
 		case *mcp.ElicitParams:
 			if s.opts.Elicit == nil && s.opts.ElicitURL == nil {
 				answers[key] = &mcp.ElicitResult{Action: string(ElicitDecline)}
@@ -447,7 +459,7 @@ func (s *Session) taskInputs(ctx context.Context, e *toolEntry, raw json.RawMess
 			//lint:ignore SA1019 the worktree is the one root, as for a call
 			answers[key] = &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: (&url.URL{Scheme: "file", Path: s.worktree}).String(), Name: "worktree"}}}
 		default:
-			return nil, fmt.Errorf("server %s: a task asked for %T, which mcphost does not give", e.Server, ir)
+			return nil, fmt.Errorf("server %s: a task asked for %T, which mcphost does not give", e.Server, reqs[key])
 		}
 		if answered != nil {
 			answered[key] = true

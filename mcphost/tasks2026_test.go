@@ -2,9 +2,11 @@ package mcphost
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -13,7 +15,8 @@ import (
 // needs input on the way.
 const taskTools2026 = `[{"name":"research","inputSchema":{"type":"object","properties":{"q":{"type":"string"}}},"execution":{"taskSupport":"required"}},
 {"name":"slow","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}},
-{"name":"ask","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}]`
+{"name":"ask","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}},
+{"name":"ask_many","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}]`
 
 // waitFor waits up to 5s for a file of the worktree to contain want.
 func waitFor(e *env, name, want string) bool {
@@ -209,5 +212,27 @@ func TestTaskExtInputRefused(t *testing.T) {
 	}
 	if strings.Contains(e.file("calls.log"), "tasks/update") {
 		t.Errorf("an answer was sent: %q", e.file("calls.log"))
+	}
+}
+
+// TestTaskExtInputFlood (found in review): a task that asks for a hundred
+// inputs in one round fails the call; the person is asked nothing.
+func TestTaskExtInputFlood(t *testing.T) {
+	e := newEnv(t)
+	var asked atomic.Int32
+	opts := e.opts()
+	opts.Elicit = func(context.Context, ElicitRequest) (ElicitAnswer, error) {
+		asked.Add(1)
+		return ElicitAnswer{Action: ElicitAccept, Content: map[string]any{"a": "x"}}, nil
+	}
+	sc := rawFixture(t, e, "modern", taskTools2026, "-raw-mode", "tasks-2026")
+	sc.Allow = []string{"ask_many"}
+	s := e.connect(opts, sc)
+	_, err := s.Call(context.Background(), "mcp__modern__ask_many", json.RawMessage(`{}`))
+	if err == nil || !strings.Contains(err.Error(), "100 inputs at once") {
+		t.Errorf("call: %v", err)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("the person was asked %d times", n)
 	}
 }
