@@ -19,12 +19,12 @@ CONFORMANCE := testdata/conformance
 # package:FuzzTarget[:inputs] triples, each fuzzed for that many inputs (or
 # FUZZN): every parser, and every function that renders or maps untrusted
 # input. The counts take a few seconds each here; the TOML parser is slow.
-FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead ./mcphost:FuzzStdout ./mcphost:FuzzElicitRequest ./mcphost:FuzzImport \
+FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead ./mcphost:FuzzStdout ./mcphost:FuzzElicitRequest ./mcphost:FuzzImport ./mcphost:FuzzNetworkDest \
 	./schema:FuzzClose ./schema:FuzzFromModel ./internal/jsontree:FuzzParse \
 	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff ./pin:FuzzParseLock \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
 	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid ./sandbox:FuzzParseStat ./sandbox:FuzzParseOwner \
-	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./internal/egress:FuzzParseGrant ./internal/bytesize:FuzzParse \
+	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./internal/egress:FuzzParseGrant ./internal/egress:FuzzDNS ./internal/bytesize:FuzzParse \
 	./openai:FuzzResult ./openai:FuzzFunctionOutput ./openai:FuzzLoadedTools ./anthropic:FuzzResult ./anthropic:FuzzCount ./anthropic:FuzzReferencedTools ./toolsearch:FuzzParseArgs:5000 ./toolsearch:FuzzTerms \
 	./internal/toolresult:FuzzRender ./cmd/mcphost:FuzzSafeJSON
 

@@ -107,7 +107,13 @@ type ServerConfig struct {
 	// the reduced tier of confinement, where the host may not create user
 	// namespaces (`sandbox = "full"`).
 	RequireFullSandbox bool `json:"require_full_sandbox,omitempty"`
-	// StartupTimeout bounds initialize plus every page of tools/list.
+	// StartupTimeout bounds initialize plus every page of tools/list. Zero
+	// means the default: DefaultStartupTimeout, or, for a package launcher
+	// (npx, uvx...) that may use the network (a list, true or
+	// Unconfined), DefaultLauncherStartupTimeout at each start, as its first
+	// start installs its package. Parse fills DefaultStartupTimeout for a
+	// table without the key, and such a launcher still gets the longer
+	// bound; a table that sets the key, to any value, gets that value.
 	StartupTimeout time.Duration `json:"startup_timeout"`
 	// CallTimeout bounds one tools/call.
 	CallTimeout time.Duration `json:"call_timeout"`
@@ -130,6 +136,12 @@ type ServerConfig struct {
 	// source is the absolute path of the config file Load read the table
 	// from; "" for a table from Parse or built by a program.
 	source string
+	// startupUnset: StartupTimeout is DefaultStartupTimeout because the
+	// table did not set it (Parse) or it was zero (withDefaults), so a
+	// package launcher may get DefaultLauncherStartupTimeout instead
+	// (startupTimeout). A program that changes StartupTimeout afterwards
+	// sets it: the flag counts only while the value is still the default.
+	startupUnset bool
 }
 
 // The values of ServerConfig.Home (the home key).
@@ -484,6 +496,7 @@ func (r rawServer) config(name string) (ServerConfig, []error) {
 	if sc.StartupTimeout, err = durationValue(r.StartupTimeout, DefaultStartupTimeout); err != nil {
 		bad("startup_timeout", "%v", err)
 	}
+	sc.startupUnset = r.StartupTimeout == nil
 	if sc.CallTimeout, err = durationValue(r.CallTimeout, DefaultCallTimeout); err != nil {
 		bad("call_timeout", "%v", err)
 	}
@@ -626,6 +639,7 @@ func (sc ServerConfig) withDefaults() ServerConfig {
 	}
 	if sc.StartupTimeout == 0 {
 		sc.StartupTimeout = DefaultStartupTimeout
+		sc.startupUnset = true
 	}
 	if sc.CallTimeout == 0 {
 		sc.CallTimeout = DefaultCallTimeout

@@ -47,7 +47,7 @@ max_tmp = "2097152 bytes"  # the way an error spells a size
 		t.Fatal(err)
 	}
 	want := []ServerConfig{
-		{Name: "a-b2", Command: []string{"srv"}, Default: Approval, StartupTimeout: DefaultStartupTimeout,
+		{Name: "a-b2", Command: []string{"srv"}, Default: Approval, StartupTimeout: DefaultStartupTimeout, startupUnset: true,
 			CallTimeout: DefaultCallTimeout, MaxOutput: 4096, RequireFullSandbox: true, Home: HomePersist,
 			MaxProcesses: 512, MaxMemory: 1 << 40, MaxTmp: 2 << 20},
 		{Name: "notes", Command: []string{"notes-server", "--db", "notes.db"}, Allow: []string{"list_notes"},

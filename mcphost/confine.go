@@ -250,18 +250,35 @@ func (srv *server) networkProxy() (*egress.Proxy, error) {
 }
 
 // refusedNotice turns a destination the proxy refused into a notice that
-// says what to grant.
+// says what to grant. A refusal with a Host and no Port is a name the
+// server looked up through mcphost's resolver (network by name) that was
+// not granted, so it did not resolve. One that comes while a package
+// launcher waits for initialize says so: it is probably the launcher
+// fetching its package, not the server.
 func (srv *server) refusedNotice(r egress.Refusal) {
+	srv.refusals.Add(1)
 	name := srv.cfg.Name
 	srv.sess.logger.Warn("network destination refused", "server", name, "host", r.Host, "port", r.Port, "reason", r.Reason)
-	if r.Host == "" {
-		srv.sess.addNotice(fmt.Sprintf("server %s: %s", name, r.Reason))
-		return
+	var n string
+	switch {
+	case r.Host == "":
+		n = fmt.Sprintf("server %s: %s", name, printable(r.Reason, 400))
+	case r.Port == 0:
+		host := printable(r.Host, 260)
+		if r.Reason == "" || strings.Contains(r.Reason, "not in the server's network grant") {
+			n = fmt.Sprintf("server %s looked up %s, which is not in its network grant, so the name did not resolve", name, host)
+		} else {
+			n = fmt.Sprintf("server %s looked up %s, which did not resolve: %s", name, host, printable(r.Reason, 400))
+		}
+	default:
+		dest := net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port)))
+		n = fmt.Sprintf("server %s tried to reach %s, which was refused: %s", name, printable(dest, 260), printable(r.Reason, 400))
 	}
-	dest := net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port)))
-	n := fmt.Sprintf("server %s tried to reach %s, which was refused: %s", name, printable(dest, 260), printable(r.Reason, 400))
-	if r.Grant != "" {
+	if r.Host != "" && r.Grant != "" {
 		n += fmt.Sprintf("; to allow it, add %q to network in [mcp.%s]", printable(r.Grant, 260), name)
+	}
+	if launcher, _, ok := packageLauncher(srv.cfg.Command); ok && srv.installing.Load() {
+		n += fmt.Sprintf(" (this came before the server answered initialize, so probably from %s fetching its package)", launcher)
 	}
 	srv.sess.addNotice(n)
 }

@@ -744,12 +744,13 @@ func TestUnsupportedNoticeSaysOptOutOnce(t *testing.T) {
 // TestCrashNotice: the notice of a server that crashed at start shows the
 // error line of a Node.js crash report along with its end, within the
 // bounds; one that could not reach a host with the network off is told
-// that its network is off and how to grant it.
+// that its network is off and how to grant that host (the one its stderr
+// names, not a placeholder).
 func TestCrashNotice(t *testing.T) {
 	e := newEnv(t)
 	s := e.connect(e.opts(),
 		fixture("crash", "-node-crash"),
-		fixture("offline", "-net-fail", "api.example.com:443"),
+		fixture("offline", "-net-fail", "mcp.stripe.com:443"),
 		fixture("longlog", "-flood-stderr", "1", "-exit", "2"))
 	n := noticeWith(s, "server crash did not start")
 	for _, want := range []string{"stderr: Error: ENOENT: no such file or directory, mkdir '/home/u/.fixture'", "stderr: Node.js v20.20.2", "syscall: 'mkdir'"} {
@@ -764,8 +765,8 @@ func TestCrashNotice(t *testing.T) {
 		t.Errorf("a crash without a network failure gets a network hint:\n%s", n)
 	}
 	n = noticeWith(s, "server offline did not start")
-	if !strings.Contains(n, "api.example.com") || !strings.Contains(n, "its network is off; if it needs one, grant it by name in [mcp.offline]: network = [") {
-		t.Errorf("the offline server's notice does not say its network is off and how to grant it:\n%s", n)
+	if !strings.Contains(n, "tried to reach mcp.stripe.com, but its network is off; if it needs it, grant it in [mcp.offline]: network = [\"mcp.stripe.com\"]") || strings.Contains(n, "api.example.com") {
+		t.Errorf("the offline server's notice does not say its network is off and how to grant the host it tried:\n%s", n)
 	}
 	n = noticeWith(s, "server longlog did not start")
 	if len(n) > noticeBytes+1024 || !strings.Contains(n, "cannot open notes.db") {

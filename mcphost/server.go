@@ -42,8 +42,17 @@ type server struct {
 	proxyOnce sync.Once
 	proxy     *egress.Proxy // the network proxy of a NetworkGrant, made once for every start
 	proxyErr  error
-	listMu    sync.Mutex // serializes discovery (the tap relies on it)
-	pubMu     sync.Mutex // serializes publishing its tools (publish, rejudge)
+	// refusals counts the Refusals its proxy reported (refusedNotice),
+	// over the proxy's life, which is the server's: a refusal is reported
+	// once per destination, so "none since its first start" is what can
+	// be told truthfully.
+	refusals atomic.Int64
+	// installing is set while a package launcher's start waits for
+	// initialize: what its proxy refuses then is probably the launcher
+	// fetching its package.
+	installing atomic.Bool
+	listMu     sync.Mutex // serializes discovery (the tap relies on it)
+	pubMu      sync.Mutex // serializes publishing its tools (publish, rejudge)
 
 	mu           sync.Mutex
 	state        ServerState
@@ -126,7 +135,8 @@ func (srv *server) running() bool {
 func (srv *server) start(ctx context.Context) error {
 	s := srv.sess
 	cfg := srv.cfg
-	ctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
+	timeout, launcherDefault := cfg.startupTimeout()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	begin := time.Now()
 
@@ -225,14 +235,19 @@ func (srv *server) start(ctx context.Context) error {
 	// No revision is asked for: the go-sdk tries the newest era's
 	// server/discover and falls back to initialize, so servers of either
 	// era start; ServerInfo.Protocol says which one was negotiated.
+	srv.installing.Store(isLauncher)
 	cs, err := client.Connect(initCtx, transport, nil)
+	srv.installing.Store(false)
 	if err != nil && isLauncher && initCtx != ctx && initCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		_ = proc.Close(0)
 		return &startError{"initialize", fmt.Errorf("%w: %s fetches the package it runs from %s unless it finds it installed, which needs the network, and the network is off for this server: mcphost stopped it after %v without an answer. Install the package beforehand and run it directly (for npm: npm install --prefix DIR PACKAGE, then command = [\"node\", \"DIR/node_modules/PACKAGE/<its main script>\"] and read = [\"DIR\"]; see \"Running real servers\" in mcphost's README), or grant the server its registry alone: network = [\"%s\"]",
 			ErrLauncherOffline, launcher, registry, launcherWait, registryHost(launcher))}
 	}
 	if err != nil {
-		err = srv.explain(ctx, proc, err, cfg.StartupTimeout)
+		err = srv.explain(ctx, proc, err, timeout)
+		if isLauncher && cfg.network() != "none" && ctx.Err() == context.DeadlineExceeded && srv.stopped() == nil {
+			err = fmt.Errorf("%w: %s", err, srv.launcherTimeout(launcher, timeout, launcherDefault))
+		}
 		_ = proc.Close(0)
 		return &startError{"initialize", err}
 	}
@@ -249,7 +264,7 @@ func (srv *server) start(ctx context.Context) error {
 	for round := 0; ; round++ {
 		raws, err = srv.listAll(ctx, cs, tap)
 		if err != nil {
-			err = srv.explain(ctx, proc, err, cfg.StartupTimeout)
+			err = srv.explain(ctx, proc, err, timeout)
 			_ = cs.Close()
 			_ = proc.Close(0)
 			return &startError{"tools/list", err}
@@ -347,9 +362,10 @@ func (srv *server) failureNotice() string {
 }
 
 // stderrNotice is what a notice about the server's failure adds from its
-// stderr: the excerpt of stderrLog.Excerpt, and, when the network is off
-// and stderr shows the server tried to resolve or reach a host, that the
-// network is off and how to grant it.
+// stderr: the excerpt of stderrLog.Excerpt, and what it suggests: a path
+// to grant (readHint), an unfinished npx install to remove (npxHint), the
+// network destinations to grant or why a granted one failed
+// (networkHints).
 func (srv *server) stderrNotice() string {
 	ex := srv.stderr.Excerpt()
 	if ex == "" {
@@ -359,10 +375,11 @@ func (srv *server) stderrNotice() string {
 	if hint := srv.readHint(); hint != "" {
 		n += "\n  (" + hint + ")"
 	}
-	if !srv.cfg.Network && len(srv.cfg.NetworkGrant) == 0 && !srv.cfg.Unconfined {
-		if mark := srv.stderr.networkFailure(); mark != "" {
-			n += fmt.Sprintf("\n  (%s: the server tried to reach a host, but its network is off; if it needs one, grant it by name in [mcp.%s]: network = [\"api.example.com\"] (or network = true, the host's whole network))", mark, srv.cfg.Name)
-		}
+	if hint := srv.npxHint(); hint != "" {
+		n += "\n  (" + hint + ")"
+	}
+	for _, hint := range srv.networkHints() {
+		n += "\n  (" + hint + ")"
 	}
 	return n
 }

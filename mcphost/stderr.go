@@ -180,6 +180,26 @@ func (s *stderrLog) networkFailure() string {
 	return ""
 }
 
+// destinations returns the destinations the server's stderr names in its
+// network errors (networkDests): in the kept tail, and in the first error
+// line when the tail no longer holds it.
+func (s *stderrLog) destinations() []netDest {
+	s.mu.Lock()
+	text := string(s.tail)
+	if !strings.Contains(text, s.firstErr) {
+		text = s.firstErr + "\n" + text
+	}
+	s.mu.Unlock()
+	return networkDests(text)
+}
+
+// text returns the kept tail of the server's stderr.
+func (s *stderrLog) text() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.tail)
+}
+
 // Written reports how many bytes the server has written to stderr.
 func (s *stderrLog) Written() int64 {
 	s.mu.Lock()

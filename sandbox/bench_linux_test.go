@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/mcphost/mcphost/internal/egress"
 )
 
 // BenchmarkStart measures starting /bin/true and closing it: with a bare
@@ -25,18 +27,39 @@ func BenchmarkStart(b *testing.B) {
 			}
 		}
 	})
+	// A network grant's proxy: proxy-only is the HTTP proxy alone (a
+	// listener in the namespace), names adds the listeners of the granted
+	// ports, the loopback's prefixes and the nameserver.
+	grants := func() []egress.Grant {
+		var gs []egress.Grant
+		for _, s := range []string{"api.example.com", "localhost:5432", "10.0.0.5:8080"} {
+			g, err := egress.ParseGrant(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			gs = append(gs, g)
+		}
+		return gs
+	}
+	names, err := egress.New(egress.Config{Grants: grants()})
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, mode := range []struct {
-		name string
-		off  bool
-		opts startOptions
+		name  string
+		off   bool
+		opts  startOptions
+		proxy Proxy
 	}{
-		{"off", true, startOptions{}},
-		{"confined", false, startOptions{}},
-		{"off-selfhelper", true, startOptions{selfHelper: true}},
-		{"confined-selfhelper", false, startOptions{selfHelper: true}},
+		{"off", true, startOptions{}, nil},
+		{"confined", false, startOptions{}, nil},
+		{"off-selfhelper", true, startOptions{selfHelper: true}, nil},
+		{"confined-selfhelper", false, startOptions{selfHelper: true}, nil},
+		{"confined-proxy-only", false, startOptions{}, proxyOnly{names}},
+		{"confined-names", false, startOptions{}, names},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			cfg := Config{Name: "bench", Argv: []string{"/bin/true"}, Worktree: wt, Off: mode.off, HostEnv: []string{"PATH=/usr/bin:/bin"}}
+			cfg := Config{Name: "bench", Argv: []string{"/bin/true"}, Worktree: wt, Off: mode.off, HostEnv: []string{"PATH=/usr/bin:/bin"}, Proxy: mode.proxy}
 			var starting, run, closing time.Duration
 			for b.Loop() {
 				t0 := time.Now()

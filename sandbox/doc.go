@@ -140,7 +140,11 @@
 // the helper brings its loopback up and listens on 127.0.0.1:ProxyPort,
 // handing the listening socket to the host, whose Proxy serves every
 // connection; the server's proxy variables point there, and the filter also
-// allows TCP sockets of AF_INET and AF_INET6 (not UDP, MPTCP or raw). The filter also refuses io_uring, whose operations bypass the
+// allows TCP sockets of AF_INET and AF_INET6 (not MPTCP or raw). A Proxy
+// that is a DirectProxy also gets what clients that ignore the proxy
+// variables need (see DirectProxy): prefixes on the loopback, listeners on
+// the granted ports at every address, a nameserver at 127.0.0.1:53 named
+// by the server's resolv.conf, and UDP sockets, which reach nothing else. The filter also refuses io_uring, whose operations bypass the
 // system calls a filter sees, the kernel keyring calls (keyrings are not
 // covered by these namespaces and can hold credentials), and system calls
 // of a foreign ABI (32-bit and x32 calls on amd64), whose numbers differ,

@@ -158,6 +158,9 @@ func confinement(abi int, s *spec, userNS bool) string {
 		parts = append(parts, "netns")
 	case netProxy:
 		parts = append(parts, "netns", "proxy")
+		if s.Direct != nil {
+			parts = append(parts, "names")
+		}
 	}
 	return strings.Join(parts, "+")
 }
@@ -258,7 +261,7 @@ func (h *helper) enterMounts(s *spec) (userNS bool, code int) {
 		}
 	}
 	if s.Proxy != 0 {
-		if err := openProxyListener(helperIdmapFD+len(s.Idmap), s.Proxy); err != nil {
+		if err := openProxyListeners(helperIdmapFD+len(s.Idmap), s.Proxy, s.Direct); err != nil {
 			h.fail(failedStep("the network proxy's listener", err))
 			return userNS, exitNoConfin
 		}
@@ -409,8 +412,14 @@ func confineAndStart(s *spec, rules []llRule, abi int) (pid, listener int, err e
 	}
 	defer rs.close()
 	if s.access() == netProxy {
-		if err := rs.allowConnect(s.Proxy); err != nil {
-			return 0, -1, unsupportedStep("landlock", err)
+		ports := []int{s.Proxy}
+		if s.Direct != nil {
+			ports = append(append(ports, dnsPort), s.Direct.Ports...)
+		}
+		for _, port := range ports {
+			if err := rs.allowConnect(port); err != nil {
+				return 0, -1, unsupportedStep("landlock", err)
+			}
 		}
 	}
 	for _, r := range rules {
@@ -430,6 +439,7 @@ func confineAndStart(s *spec, rules []llRule, abi int) (pid, listener int, err e
 	// reach; below ABI 9 Landlock does not either.
 	listener, err = installSeccomp(filterOptions{
 		net:            s.access(),
+		udp:            s.Direct != nil,
 		pathUnix:       !s.Reduced || abi >= 9,
 		ownProcessOnly: s.Reduced,
 		noFSNotify:     s.Reduced,

@@ -68,6 +68,11 @@ func applyMounts(plan mountPlan, idmapped map[string]int) error {
 		}
 	}
 
+	if plan.StubResolvConf {
+		if err := bindStubResolvConf(); err != nil {
+			return failedStep("binding the stub resolv.conf", err)
+		}
+	}
 	helperMark()
 	if err := maskProc(); err != nil {
 		return unsupportedStep("masking /proc", err)
@@ -94,6 +99,55 @@ func applyMounts(plan mountPlan, idmapped map[string]int) error {
 		return failedStep("chdir /", err)
 	}
 	return nil
+}
+
+// bindStubResolvConf binds a file of stubResolvConf's text onto the file
+// /etc/resolv.conf leads to in the new root (which is the working
+// directory's root by now), following links within that root only. Where
+// it leads to nothing (a link into the hidden /run, as with
+// systemd-resolved), nothing is bound: a resolver without a resolv.conf
+// asks 127.0.0.1, as glibc, musl, Go and c-ares all do. The file is made in
+// the new root's own tmpfs and unlinked once bound.
+func bindStubResolvConf() error {
+	target, err := unix.Openat2(unix.AT_FDCWD, "/etc/resolv.conf", &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err == unix.ENOENT {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(target)
+	var st unix.Stat_t
+	if err := unix.Fstat(target, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("/etc/resolv.conf is not a regular file")
+	}
+	const name = "/.mcphost-resolv.conf"
+	fd, err := unix.Open(name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = unix.Write(fd, []byte(stubResolvConf))
+	unix.Close(fd)
+	if err == nil {
+		err = withPath(name, func(src int) error {
+			t, err := cloneTree(src)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(t)
+			return attach(t, target)
+		})
+	}
+	if rerr := unix.Unlink(name); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // mountProc mounts a fresh procfs, which shows only the processes of the

@@ -55,6 +55,10 @@ type mountPlan struct {
 	// Protect are bound read-only onto themselves: the server can neither
 	// write them (EROFS) nor rename, remove or replace them (EBUSY).
 	Protect []string
+	// StubResolvConf binds stubResolvConf, read-only, onto the file
+	// /etc/resolv.conf leads to in the new root, if it leads to one (a
+	// server with a DirectProxy: its nameserver is in its namespace).
+	StubResolvConf bool
 }
 
 // planMounts computes the mount plan for s.
@@ -108,6 +112,7 @@ func planMounts(s *spec) (mountPlan, error) {
 		}
 		sort.Strings(p.Empty)
 	}
+	p.StubResolvConf = p.NewRoot && s.Direct != nil
 	if s.Home != "" && !p.NewRoot {
 		return mountPlan{}, fmt.Errorf("home %s needs a new root, but / is granted", s.Home)
 	}

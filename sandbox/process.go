@@ -118,7 +118,10 @@ type Config struct {
 	// (both cases), NODE_USE_ENV_PROXY and npm's proxy settings there,
 	// over Env; seccomp lets it make TCP sockets (no UDP, raw or other
 	// family) and Landlock (ABI 4+) lets it connect to that port only and
-	// bind none. What the proxy lets through is the Proxy's business.
+	// bind none. A Proxy that is a DirectProxy also serves the clients
+	// that ignore those variables: see DirectProxy for what the namespace
+	// gets then (UDP to its nameserver and connections to the granted
+	// ports among it). What the proxy lets through is the Proxy's business.
 	Proxy Proxy
 	// Off runs the server unconfined: only the scrubbed environment, the
 	// private TMPDIR and the lifetime guarantees remain (Read, Write,
@@ -150,14 +153,14 @@ type Process struct {
 	// lifeline is the host's end of the spec pipe. The helper ends the
 	// server when it reads EOF: when Close closes it, or when the host
 	// dies and the kernel closes it.
-	lifeline   *os.File
-	done       chan struct{} // closed when the server and all it started are gone
-	doneOnce   sync.Once
-	reportDone chan struct{} // closed when the helper's reports are read
-	exited     chan struct{} // closed when the helper process has been waited for
-	stderrDone chan struct{} // closed when the stderr copy ends; nil without one
-	proxyL     io.Closer     // the listener Config.Proxy serves; nil without one
-	proxyDone  chan struct{} // closed when Config.Proxy.Serve returned
+	lifeline     *os.File
+	done         chan struct{} // closed when the server and all it started are gone
+	doneOnce     sync.Once
+	reportDone   chan struct{} // closed when the helper's reports are read
+	exited       chan struct{} // closed when the helper process has been waited for
+	stderrDone   chan struct{} // closed when the stderr copy ends; nil without one
+	proxySockets []io.Closer   // the sockets Config.Proxy serves; nil without one
+	proxyDone    chan struct{} // closed when Config.Proxy's Serve (and ServeDirect) returned
 
 	mu         sync.Mutex
 	reported   string // how the server ended, as the helper reported it
@@ -318,10 +321,12 @@ func (p *Process) close(grace time.Duration) error {
 		}
 		tr.mark("helper-exit")
 	}
-	if p.proxyL != nil {
-		// Nothing of the server is left to connect: Serve ends and
-		// closes the connections it had.
-		p.proxyL.Close()
+	if p.proxySockets != nil {
+		// Nothing of the server is left to connect: Serve (and
+		// ServeDirect) end and close the connections they had.
+		for _, c := range p.proxySockets {
+			c.Close()
+		}
 		select {
 		case <-p.proxyDone:
 		case <-time.After(killWait):

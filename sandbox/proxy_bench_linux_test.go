@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,13 +21,17 @@ import (
 // bulkSize is what one bulk request of BenchmarkNetwork downloads.
 const bulkSize = 16 << 20
 
-// BenchmarkNetwork measures what the proxy costs a server: time to first
-// byte of a fresh connection (ttfb: connect, CONNECT through the proxy,
-// GET, first byte) and throughput of a 16 MiB download (bulk), each
-// through the proxy (network by name) and directly (Network: the host's
-// network), to a service on the host's loopback. Compare the proxy and
-// host sub-benchmarks of one run: ns/op includes the same request and reply
-// over the server's stdio for both; ttfb-µs is measured inside the server.
+// BenchmarkNetwork measures what the network by name costs a server: time
+// to first byte of a fresh connection (ttfb: connect, GET, first byte) and
+// throughput of a 16 MiB download (bulk), to a service on the host's
+// loopback, three ways: through the proxy (proxy: CONNECT to localhost:PORT
+// first), directly by name (names: the name looked up through the
+// namespace's stub resolver, then a plain connection that the host's proxy
+// carries on, as a client that knows no proxy makes), directly to a
+// granted address (addr: the same without the lookup), and on the host's
+// own network (host: Network true, no proxy). Compare the sub-benchmarks of
+// one run: ns/op includes the same request and reply over the server's
+// stdio for all; ttfb-µs is measured inside the server.
 func BenchmarkNetwork(b *testing.B) {
 	if _, err := Probe(); errors.Is(err, ErrUnsupported) {
 		b.Skipf("this kernel cannot confine: %v", err)
@@ -46,22 +51,34 @@ func BenchmarkNetwork(b *testing.B) {
 	})}
 	go srv.Serve(l)
 	defer srv.Close()
-	target := l.Addr().String()
-	_, port, _ := net.SplitHostPort(target)
-	for _, mode := range []string{"proxy", "host"} {
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	for _, mode := range []string{"proxy", "names", "addr", "host"} {
 		cfg := Config{Name: "bench", Argv: []string{hostilePath()}, Worktree: b.TempDir(), HostEnv: []string{"PATH=/usr/bin:/bin"}}
-		if mode == "host" {
+		target, how := "127.0.0.1:"+port, "direct"
+		switch mode {
+		case "host":
 			cfg.Network = true
-		} else {
-			g, err := egress.ParseGrant("localhost:" + port)
-			if err != nil {
-				b.Fatal(err)
+		default:
+			var gs []egress.Grant
+			for _, s := range []string{"localhost:" + port, "bench.test:" + port, "127.0.0.1:" + port} {
+				g, err := egress.ParseGrant(s)
+				if err != nil {
+					b.Fatal(err)
+				}
+				gs = append(gs, g)
 			}
-			p, err := egress.New(egress.Config{Grants: []egress.Grant{g}})
+			res := &recordingResolver{names: map[string][]netip.Addr{"bench.test": {netip.MustParseAddr("127.0.0.1")}}}
+			p, err := egress.New(egress.Config{Grants: gs, Resolver: res})
 			if err != nil {
 				b.Fatal(err)
 			}
 			cfg.Proxy = p
+			switch mode {
+			case "proxy":
+				target, how = "localhost:"+port, "proxy"
+			case "names":
+				target = "bench.test:" + port
+			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		p, err := Start(ctx, cfg)
@@ -73,7 +90,7 @@ func BenchmarkNetwork(b *testing.B) {
 		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 		enc := json.NewEncoder(p.Stdin())
 		do := func(b *testing.B, op string) (time.Duration, int64) {
-			if err := enc.Encode(map[string]any{"op": op, "args": []string{target}}); err != nil {
+			if err := enc.Encode(map[string]any{"op": op, "args": []string{target, how}}); err != nil {
 				b.Fatal(err)
 			}
 			if !sc.Scan() {

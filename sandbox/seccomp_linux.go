@@ -196,6 +196,11 @@ type filterOptions struct {
 	// on ENOSYS, others fail to watch. In the full tier a watch reaches
 	// only what the server's own view shows, and the filter allows it.
 	noFSNotify bool
+	// udp, with the proxy, allows UDP sockets of AF_INET and AF_INET6 as
+	// well (SOCK_DGRAM, protocol 0 or UDP; not ICMP): the namespace of a
+	// server with a DirectProxy has its nameserver at 127.0.0.1:53, and
+	// no route out, so a UDP datagram reaches that nameserver or nothing.
+	udp bool
 }
 
 func retErrno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e)&unix.SECCOMP_RET_DATA }
@@ -307,17 +312,33 @@ func seccompProgram(o filterOptions) []unix.SockFilter {
 			arg1Off  = seccompArg0Off + 8
 			arg2Off  = seccompArg0Off + 16
 		)
-		jump(bpfJeqK, unix.SYS_SOCKET, 0, 12)
+		// With udp, SOCK_DGRAM and protocol 0 or UDP too. The jumps are
+		// counted from the block's end: allow and fail are its last two
+		// instructions.
+		dgram := uint8(0)
+		if o.udp {
+			dgram = 4
+		}
+		jump(bpfJeqK, unix.SYS_SOCKET, 0, 12+dgram)
 		stmt(bpfLdAbsW, seccompArg0Off)
-		jump(bpfJeqK, unix.AF_UNIX, 8, 0)
+		jump(bpfJeqK, unix.AF_UNIX, 8+dgram, 0)
 		jump(bpfJeqK, unix.AF_INET, 1, 0)
-		jump(bpfJeqK, unix.AF_INET6, 0, 7)
+		jump(bpfJeqK, unix.AF_INET6, 0, 7+dgram)
 		stmt(bpfLdAbsW, arg1Off)
 		stmt(bpfAndK, typeMask)
-		jump(bpfJeqK, unix.SOCK_STREAM, 0, 4)
+		jump(bpfJeqK, unix.SOCK_STREAM, 0, 3)
 		stmt(bpfLdAbsW, arg2Off)
-		jump(bpfJeqK, 0, 1, 0)
-		jump(bpfJeqK, unix.IPPROTO_TCP, 0, 1)
+		jump(bpfJeqK, 0, 1+dgram, 0)
+		jump(bpfJeqK, unix.IPPROTO_TCP, dgram, 1+dgram)
+		if o.udp {
+			jump(bpfJeqK, unix.SOCK_DGRAM, 0, 4)
+			stmt(bpfLdAbsW, arg2Off)
+			jump(bpfJeqK, 0, 1, 0)
+			jump(bpfJeqK, unix.IPPROTO_UDP, 0, 1)
+		} else {
+			// Not a stream: fail.
+			prog[len(prog)-4].Jf = 4
+		}
 		stmt(bpfRetK, retAllow)
 		stmt(bpfRetK, retErrno(unix.EAFNOSUPPORT))
 		// socketpair(2) stays unix only, below.

@@ -47,6 +47,11 @@ type spec struct {
 	// (Config.Proxy); the listening socket goes to the host over the
 	// socket at descriptor helperIdmapFD+len(Idmap).
 	Proxy int `json:"proxy,omitempty"`
+	// Direct, with a Proxy whose Config.Proxy is a DirectProxy, is what
+	// the helper also sets up for clients that ignore the proxy: the
+	// listeners (sent to the host with the proxy's), the loopback's
+	// prefixes and the stub resolv.conf.
+	Direct *directSpec `json:"direct,omitempty"`
 	// MaxABI, when positive, makes the helper use at most this Landlock
 	// ABI (tests use it to exercise the paths for older kernels).
 	MaxABI int `json:"max_abi,omitempty"`
@@ -238,6 +243,14 @@ func (s *spec) check() error {
 	}
 	if s.Proxy != 0 && (s.Network || s.Off || s.Reduced) {
 		return errors.New("proxy with the host's network, unconfined or in the reduced tier")
+	}
+	if s.Direct != nil {
+		if s.Proxy == 0 {
+			return errors.New("direct network without a proxy")
+		}
+		if err := s.Direct.check(); err != nil {
+			return err
+		}
 	}
 	if (s.Home == "") != (s.HomeSource == "") {
 		return errors.New("home without home_source, or the other way round")

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -558,6 +559,11 @@ func buildSpec(cfg *Config, hostEnv []string, tmp, home string) (*spec, error) {
 		s.Proxy = ProxyPort
 		s.proxy = cfg.Proxy
 		s.Env = withProxyVars(s.Env)
+		if d, ok := cfg.Proxy.(DirectProxy); ok {
+			if s.Direct, err = newDirectSpec(d); err != nil {
+				return nil, invalidConfig(name, err)
+			}
+		}
 	}
 
 	tmpCanon, err := filepath.EvalSymlinks(tmp)
@@ -937,6 +943,11 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 				// To bring the namespace's loopback up.
 				attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_NET_ADMIN)
 			}
+			if sp.Direct != nil {
+				// To listen on the nameserver's port 53 and granted ports
+				// below 1024 (80, 443) in the namespace.
+				attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_NET_BIND_SERVICE)
+			}
 			if len(sp.UserNSLimits) > 0 {
 				// To lower the namespace's limits in /proc/sys/user.
 				attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SYS_RESOURCE)
@@ -1067,16 +1078,29 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	}
 	p.confinement = res.rep.Confinement
 	if proxyHost != nil && !sp.Probe {
-		l, err := receiveProxyListener(proxyHost)
+		socks, err := receiveProxySockets(proxyHost, sp.Direct)
 		if err != nil {
 			p.abort()
 			return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 		}
-		p.proxyL = l
+		p.proxySockets = socks.closers()
 		p.proxyDone = make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
 		go func() {
-			defer close(p.proxyDone)
-			sp.proxy.Serve(l)
+			defer wg.Done()
+			sp.proxy.Serve(socks.proxy)
+		}()
+		if d, ok := sp.proxy.(DirectProxy); ok && sp.Direct != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d.ServeDirect(socks.direct, socks.dns, socks.dnsStream)
+			}()
+		}
+		go func() {
+			wg.Wait()
+			close(p.proxyDone)
 		}()
 	}
 	return p, nil

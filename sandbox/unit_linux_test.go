@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func syscallErrno(n int) syscall.Errno { return syscall.Errno(n) }
@@ -513,7 +516,7 @@ func TestSeccompProgram(t *testing.T) {
 	}
 	for _, network := range []netAccess{netNone, netProxy, netHost} {
 		for _, reduced := range []bool{false, true} {
-			prog := seccompProgram(filterOptions{net: network, pathUnix: !reduced, ownProcessOnly: reduced, ownNetNS: !reduced, noFSNotify: reduced})
+			prog := seccompProgram(filterOptions{net: network, pathUnix: !reduced, ownProcessOnly: reduced, ownNetNS: !reduced, noFSNotify: reduced, udp: network == netProxy && !reduced})
 			if len(prog) == 0 || len(prog) > 4096 {
 				t.Fatalf("network=%v: %d instructions", network, len(prog))
 			}
@@ -720,4 +723,86 @@ func FuzzParseOwner(f *testing.F) {
 			t.Fatalf("parseOwner(%q) = %+v, %v; want %+v", leaf, got, ok, o)
 		}
 	})
+}
+
+// runFilter runs the classic BPF program prog, as the kernel runs a
+// seccomp filter, on a system call nr of the native architecture with the
+// given arguments (low 32 bits), and returns what it returns. Only the
+// instructions the filters use are known; another fails the test.
+func runFilter(t *testing.T, prog []unix.SockFilter, nr uint32, args ...uint32) uint32 {
+	t.Helper()
+	data := make([]byte, 64)
+	binary.NativeEndian.PutUint32(data[seccompNrOff:], nr)
+	binary.NativeEndian.PutUint32(data[seccompArchOff:], nativeAuditArch)
+	for i, a := range args {
+		binary.NativeEndian.PutUint32(data[seccompArg0Off+i*seccompArgSize:], a)
+	}
+	var acc uint32
+	for pc := 0; pc < len(prog); pc++ {
+		ins := prog[pc]
+		switch ins.Code {
+		case bpfLdAbsW:
+			acc = binary.NativeEndian.Uint32(data[ins.K:])
+		case bpfAndK:
+			acc &= ins.K
+		case bpfJeqK, bpfJgeK:
+			if ins.Code == bpfJeqK && acc == ins.K || ins.Code == bpfJgeK && acc >= ins.K {
+				pc += int(ins.Jt)
+			} else {
+				pc += int(ins.Jf)
+			}
+		case bpfRetK:
+			return ins.K
+		default:
+			t.Fatalf("instruction %#x at %d is not one runFilter knows", ins.Code, pc)
+		}
+	}
+	t.Fatal("the program ran off its end")
+	return 0
+}
+
+// TestSeccompSockets runs the filter's socket(2) rules for each network
+// setting: what each family, type and protocol gets. A wrong jump offset
+// (the rules are counted by hand) shows here as a wrong answer.
+func TestSeccompSockets(t *testing.T) {
+	if !seccompSupported {
+		t.Skip("no seccomp filter on this architecture")
+	}
+	allow, refuse := uint32(retAllow), retErrno(unix.EAFNOSUPPORT)
+	type sock struct{ family, typ, proto uint32 }
+	stream, dgram := uint32(unix.SOCK_STREAM|unix.SOCK_CLOEXEC), uint32(unix.SOCK_DGRAM|unix.SOCK_NONBLOCK)
+	socks := []sock{
+		{unix.AF_UNIX, stream, 0}, {unix.AF_INET, stream, 0}, {unix.AF_INET6, stream, unix.IPPROTO_TCP},
+		{unix.AF_INET, stream, unix.IPPROTO_MPTCP}, {unix.AF_INET, dgram, 0}, {unix.AF_INET6, dgram, unix.IPPROTO_UDP},
+		{unix.AF_INET, dgram, unix.IPPROTO_ICMP}, {unix.AF_INET6, dgram, unix.IPPROTO_ICMPV6}, {unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_UDP},
+		{unix.AF_PACKET, unix.SOCK_RAW, 0}, {unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE}, {unix.AF_INET, unix.SOCK_SEQPACKET, 0},
+	}
+	for _, tt := range []struct {
+		name string
+		o    filterOptions
+		want []uint32 // per socks
+	}{
+		{"proxy", filterOptions{net: netProxy, pathUnix: true, ownNetNS: true},
+			[]uint32{allow, allow, allow, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse}},
+		{"proxy and names", filterOptions{net: netProxy, pathUnix: true, ownNetNS: true, udp: true},
+			[]uint32{allow, allow, allow, refuse, allow, allow, refuse, refuse, refuse, refuse, refuse, refuse}},
+		{"none", filterOptions{net: netNone, pathUnix: true, ownNetNS: true},
+			[]uint32{allow, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse, allow, refuse}},
+		{"host", filterOptions{net: netHost, pathUnix: true},
+			[]uint32{allow, allow, allow, allow, allow, allow, allow, allow, allow, allow, allow, allow}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prog := seccompProgram(tt.o)
+			for i, s := range socks {
+				if got := runFilter(t, prog, unix.SYS_SOCKET, s.family, s.typ, s.proto); got != tt.want[i] {
+					t.Errorf("socket(%d, %#x, %d) = %#x, want %#x", s.family, s.typ, s.proto, got, tt.want[i])
+				}
+			}
+			// socketpair stays unix only wherever the network is not the host's.
+			got := runFilter(t, prog, unix.SYS_SOCKETPAIR, unix.AF_INET, stream, 0)
+			if want := map[bool]uint32{true: allow, false: refuse}[tt.o.net == netHost]; got != want {
+				t.Errorf("socketpair(AF_INET) = %#x, want %#x", got, want)
+			}
+		})
+	}
 }

@@ -234,13 +234,34 @@ func (g Grant) portOK(port uint16) bool {
 // matchName reports whether g grants the name host (lowercase, no
 // trailing dot) at port.
 func (g Grant) matchName(host string, port uint16) bool {
-	if g.Addr.IsValid() || !g.portOK(port) {
+	return g.portOK(port) && g.matchNameAnyPort(host)
+}
+
+// matchNameAnyPort reports whether g grants the name host (lowercase, no
+// trailing dot) at some port: g is a name grant, not localhost's, that
+// names host or, as a wildcard, a domain above it.
+func (g Grant) matchNameAnyPort(host string) bool {
+	if !g.isName() {
 		return false
 	}
 	if g.Wildcard {
 		return strings.HasSuffix(host, "."+g.Host)
 	}
 	return host == g.Host
+}
+
+// isName reports whether g is a grant of a name (or a wildcard) other than
+// localhost: one whose names the stub resolver answers.
+func (g Grant) isName() bool {
+	return !g.Addr.IsValid() && g.Host != "" && g.Host != "localhost"
+}
+
+// ports returns the ports g grants.
+func (g Grant) ports() []uint16 {
+	if g.Port == 0 {
+		return []uint16{80, 443}
+	}
+	return []uint16{g.Port}
 }
 
 // matchAddr reports whether g grants the address a at port: an address

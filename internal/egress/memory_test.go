@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 // floodHeader returns a response whose head has at most fields field
@@ -419,4 +421,47 @@ func BenchmarkHeaderHeld(b *testing.B) {
 			b.ReportMetric(float64(live)/(1<<20), "live-MiB")
 		})
 	}
+}
+
+// TestNamesMemory: a server that looks up MaxNames granted names of the
+// longest form (under a wildcard grant) grows the host's heap by the
+// table's documented bound, about 2 MiB, and not by more past it.
+func TestNamesMemory(t *testing.T) {
+	g, err := ParseGrant("*.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Config{Grants: []Grant{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := strings.Repeat("a", 63)
+	longName := func(i int) string {
+		// 4 labels of 63, the last made unique, then .example.com: 253
+		// bytes at most with the dots.
+		n := fmt.Sprintf("%s.%s.%s.%06d%s.example.com", label, label, label, i, label[:45])
+		return n[len(n)-253:]
+	}
+	query := func(name string) []byte {
+		b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 1, RecursionDesired: true})
+		b.StartQuestions()
+		b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(name + "."), Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET})
+		m, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	runtime.GC()
+	before := heapNow()
+	for i := range MaxNames + 1000 {
+		p.AnswerDNS(query(longName(i)))
+	}
+	runtime.GC()
+	grew := int64(heapNow()) - int64(before)
+	t.Logf("%d names of 253 bytes: the heap grew %.2f MiB", MaxNames, float64(grew)/(1<<20))
+	if grew > 3<<20 {
+		t.Errorf("the table of names grew the heap by %d bytes, more than its documented bound of about 2 MiB", grew)
+	}
+	runtime.KeepAlive(p)
 }

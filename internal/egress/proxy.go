@@ -20,7 +20,8 @@ import (
 // The proxy's bounds. Each is per Proxy, that is per server.
 const (
 	// DefaultMaxConns bounds the connections a server has open to its
-	// proxy at once; one more is answered 503 and closed.
+	// proxy at once, to the HTTP proxy and direct ones together; one more
+	// is answered 503 and closed (a direct one: closed without a byte).
 	DefaultMaxConns = 64
 	// DefaultIdleTimeout is how long a connection (the server's, or one the
 	// proxy opened for it) may carry no byte in either direction before
@@ -40,11 +41,12 @@ const (
 	// small fields in about 20 times its size; past the bound it is
 	// dropped before it is copied on or held for a tunnel's life.
 	MaxHeaderFields = 256
-	// DialTimeout bounds resolving a granted name and connecting to it.
+	// DialTimeout bounds resolving a granted name and connecting to it,
+	// for the HTTP proxy and for a direct connection.
 	DialTimeout = 10 * time.Second
-	// MaxReported bounds the refused destinations reported through
-	// Config.Refused; after that many, one last Refusal says the rest go
-	// unreported.
+	// MaxReported bounds the refused destinations (and names the stub
+	// resolver refused) reported through Config.Refused; after that many,
+	// one last Refusal says the rest go unreported.
 	MaxReported = 64
 )
 
@@ -58,16 +60,19 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// Refusal is a destination the proxy refused, or a granted destination
-// whose response it refused (a header past its bounds), reported once per
-// Proxy.
+// Refusal is a destination the proxy refused, a name its stub resolver
+// would not answer, or a granted destination whose response it refused (a
+// header past its bounds), reported once per Proxy.
 type Refusal struct {
-	// Host is the name or address the server asked for, lowercased and
-	// cut to 253 bytes; it is the server's text, so show it escaped.
-	// Empty when the refusal is not about one destination (the
-	// connection bound, or the end of reporting).
+	// Host is the name or address the server asked for or looked up,
+	// lowercased and cut to 253 bytes; it is the server's text, so show
+	// it escaped. Empty when the refusal is not about one destination
+	// (the connection bound, the bound of names, or the end of
+	// reporting).
 	Host string
-	// Port is the port it asked for (0 with an empty Host).
+	// Port is the port it asked for; 0 for a name the server only looked
+	// up through the stub resolver (answered "no such name"), and 0 with
+	// an empty Host.
 	Port uint16
 	// Reason says why, for a person.
 	Reason string
@@ -81,8 +86,9 @@ type Refusal struct {
 // documented default.
 type Config struct {
 	// Grants are the destinations the server may reach; nothing else is
-	// reachable. A name is resolved only once a request for it is found
-	// granted.
+	// reachable. A name is resolved (by Resolver) only once a request for
+	// it is found granted; the stub resolver of ServeDirect resolves
+	// nothing.
 	Grants []Grant
 	// Resolver resolves granted names; nil means net.DefaultResolver.
 	Resolver Resolver
@@ -98,17 +104,21 @@ type Config struct {
 	// DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// Refused, when not nil, is called once for each refused destination
-	// (at most MaxReported times, then once more to say so) and once when
-	// the connection bound is first hit. It is called from the proxy's
+	// and each name the stub resolver refused (at most MaxReported times,
+	// then once more to say so), once when the connection bound is first
+	// hit, and once when the bound of names (MaxNames) is first hit. It is called from the proxy's
 	// goroutines, one call at a time, and must not block for long.
 	Refused func(Refusal)
 }
 
 // Proxy is the way out for one server: an HTTP proxy (CONNECT tunnels and
-// plain-HTTP forwarding with absolute URLs) that lets through only the
-// destinations of its grants. Serve may be called again after an earlier
-// Serve returned (a restarted server); refusals are reported once per
-// Proxy, not per Serve. Its methods are safe for concurrent use.
+// plain-HTTP forwarding with absolute URLs, Serve) and the network by name
+// (a stub resolver and direct connections, ServeDirect), both of which let
+// through only the destinations of its grants. Serve and ServeDirect may
+// run at the same time, and each may be called again after it returned (a
+// restarted server); refusals are reported once per Proxy, not per call,
+// and a name keeps its address of NamesPrefix for the Proxy's life. Its
+// methods are safe for concurrent use.
 type Proxy struct {
 	cfg       Config
 	dial      func(ctx context.Context, network, address string) (net.Conn, error)
@@ -117,15 +127,16 @@ type Proxy struct {
 	public    func(netip.Addr) bool // isPublic; tests pretend an address of the host is public
 	fast      chan struct{}         // a token per fast tunnel buffer in use
 
-	reportMu sync.Mutex // serializes cfg.Refused
-	mu       sync.Mutex
-	reported map[string]bool
-	overflow bool // the end of reporting was reported
-	limited  bool // the connection bound was reported
-	conns    map[*trackedConn]struct{}
-	clients  int
-	closing  bool           // Serve is ending: new connections are closed at once
-	handlers sync.WaitGroup // requests being served
+	reportMu  sync.Mutex // serializes cfg.Refused
+	mu        sync.Mutex
+	reported  map[string]bool
+	overflow  bool // the end of reporting was reported
+	limited   bool // the connection bound was reported
+	namesFull bool // the bound of names was reported
+	conns     map[*trackedConn]struct{}
+	clients   int
+
+	names names // the stub resolver's names and their addresses
 }
 
 // New returns a Proxy for cfg. It fails, wrapping ErrBadGrant, when a
@@ -152,6 +163,7 @@ func New(cfg Config) (*Proxy, error) {
 		reported: make(map[string]bool),
 		conns:    make(map[*trackedConn]struct{}),
 	}
+	p.names.init(cfg.Grants)
 	p.dial = cfg.Dial
 	if p.dial == nil {
 		p.dial = (&net.Dialer{}).DialContext
@@ -209,15 +221,17 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
-// Serve accepts the server's connections from l and serves them until l is
-// closed; then it closes every connection it opened or accepted and returns
-// nil once their goroutines are done. Other errors of Accept (out of
-// descriptors) are retried, after a pause of up to a second. Serve is
-// called once at a time.
+// Serve accepts the server's connections to its HTTP proxy from l and
+// serves them until l is closed; then it closes every connection it
+// accepted or opened for them and returns nil once their goroutines are
+// done. Other errors of Accept (out of descriptors) are retried, after a
+// pause of up to a second. Serve may run at the same time as ServeDirect,
+// and be called again after it returned; the connection bound
+// (Config.MaxConns) counts the connections of both.
 func (p *Proxy) Serve(l net.Listener) error {
-	p.mu.Lock()
-	p.closing = false
-	p.mu.Unlock()
+	s := &serving{}
+	ctx, cancel := context.WithCancel(withServing(context.Background(), s))
+	defer cancel()
 	conns := make(chan net.Conn)
 	cl := &chanListener{conns: conns, addr: l.Addr(), done: make(chan struct{})}
 	srv := &http.Server{
@@ -226,6 +240,8 @@ func (p *Proxy) Serve(l net.Listener) error {
 		MaxHeaderBytes:    MaxHeaderBytes,
 		IdleTimeout:       p.cfg.IdleTimeout,
 		ErrorLog:          log.New(io.Discard, "", 0),
+		// Requests carry s: what a request opens is closed with it.
+		BaseContext: func(net.Listener) context.Context { return ctx },
 		ConnState: func(c net.Conn, st http.ConnState) {
 			if st == http.StateClosed {
 				if tc, ok := c.(*trackedConn); ok {
@@ -243,79 +259,129 @@ func (p *Proxy) Serve(l net.Listener) error {
 	stop := make(chan struct{})
 	go func() {
 		defer wg.Done()
-		p.watch(stop)
+		p.watch(stop, s)
 	}()
-	var backoff time.Duration
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				break
-			}
-			// Out of descriptors, say: the server keeps its proxy, and
-			// tries again a little later (at most once a second).
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			time.Sleep(backoff)
-			continue
-		}
-		backoff = 0
-		tc, ok := p.admit(c)
+	acceptLoop(l, func(c net.Conn) {
+		tc, ok := p.admit(c, s, true)
 		if !ok {
-			continue
+			return
 		}
 		select {
 		case conns <- tc:
 		case <-cl.done:
 			tc.Close()
 		}
-	}
+	})
 	close(stop)
 	srv.Close()
-	p.closeAll()
+	p.closeServing(s)
+	cancel() // dials under way for s give up
 	wg.Wait()
-	p.handlers.Wait()
+	s.handlers.Wait()
 	p.transport.CloseIdleConnections()
 	return nil
 }
 
-// admit counts a new connection of the server, refusing it over the bound.
-func (p *Proxy) admit(c net.Conn) (*trackedConn, bool) {
+// acceptLoop hands each connection of l to handle until l is closed. Other
+// errors of Accept (out of descriptors, say) are retried a little later, at
+// most once a second: the server keeps its way out.
+func acceptLoop(l net.Listener, handle func(net.Conn)) {
+	var backoff time.Duration
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			pause(&backoff)
+			continue
+		}
+		backoff = 0
+		handle(c)
+	}
+}
+
+// pause waits after a failed Accept or read (out of descriptors, say)
+// before the next try: 5 ms, doubled each time in a row, at most a second.
+func pause(backoff *time.Duration) {
+	*backoff = min(max(2**backoff, 5*time.Millisecond), time.Second)
+	time.Sleep(*backoff)
+}
+
+// serving is one call of Serve or ServeDirect. When the call ends it
+// closes every connection tracked for it, whatever other calls still
+// serve.
+type serving struct {
+	closing  bool           // under Proxy.mu: the call is ending, a new connection of it is closed at once
+	handlers sync.WaitGroup // Serve: requests being served
+}
+
+type servingKey struct{}
+
+func withServing(ctx context.Context, s *serving) context.Context {
+	return context.WithValue(ctx, servingKey{}, s)
+}
+
+// servingOf returns the call ctx was made for, or nil.
+func servingOf(ctx context.Context) *serving {
+	s, _ := ctx.Value(servingKey{}).(*serving)
+	return s
+}
+
+// admit counts a new connection of the server, accepted by the call s,
+// refusing it over the bound: answered 503 when it came to the HTTP proxy
+// (httpProxy), closed without a byte otherwise.
+func (p *Proxy) admit(c net.Conn, s *serving, httpProxy bool) (*trackedConn, bool) {
 	p.mu.Lock()
+	if s.closing {
+		p.mu.Unlock()
+		c.Close()
+		return nil, false
+	}
 	if p.clients >= p.cfg.MaxConns {
 		first := !p.limited
 		p.limited = true
 		p.mu.Unlock()
-		go func() {
-			// Answer without reading: the server learns why, and a
-			// server that never reads cannot hold this goroutine.
-			c.SetWriteDeadline(time.Now().Add(time.Second))
-			io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+		if httpProxy {
+			go func() {
+				// Answer without reading: the server learns why, and a
+				// server that never reads cannot hold this goroutine.
+				c.SetWriteDeadline(time.Now().Add(time.Second))
+				io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+				c.Close()
+			}()
+		} else {
 			c.Close()
-		}()
+		}
 		if first {
 			p.report(Refusal{Reason: fmt.Sprintf("the server opened more than %d connections to its network proxy at once; the rest were refused", p.cfg.MaxConns)})
 		}
 		return nil, false
 	}
 	p.clients++
+	tc := &trackedConn{Conn: c, p: p, s: s, client: true}
+	tc.touch()
+	p.conns[tc] = struct{}{}
 	p.mu.Unlock()
-	return p.track(c, true), true
+	return tc, true
 }
 
-// track registers c for the idle watch and for closing at the end.
-func (p *Proxy) track(c net.Conn, client bool) *trackedConn {
-	tc := &trackedConn{Conn: c, p: p, client: client}
+// track registers c, opened for the call s, for the idle watch and for
+// closing when s ends. When s is ending already (or nil) it closes c and
+// returns false.
+func (p *Proxy) track(c net.Conn, s *serving) (*trackedConn, bool) {
+	tc := &trackedConn{Conn: c, p: p, s: s}
 	tc.touch()
 	p.mu.Lock()
-	closing := p.closing
-	if !closing {
+	ok := s != nil && !s.closing
+	if ok {
 		p.conns[tc] = struct{}{}
 	}
 	p.mu.Unlock()
-	if closing {
+	if !ok {
 		c.Close()
 	}
-	return tc
+	return tc, ok
 }
 
 func (p *Proxy) untrack(tc *trackedConn) {
@@ -329,8 +395,8 @@ func (p *Proxy) untrack(tc *trackedConn) {
 	p.mu.Unlock()
 }
 
-// watch closes idle connections until stop is closed.
-func (p *Proxy) watch(stop <-chan struct{}) {
+// watch closes the idle connections of s until stop is closed.
+func (p *Proxy) watch(stop <-chan struct{}, s *serving) {
 	tick := p.cfg.IdleTimeout / 4
 	if tick > time.Second {
 		tick = time.Second
@@ -347,7 +413,7 @@ func (p *Proxy) watch(stop <-chan struct{}) {
 		var idle []*trackedConn
 		p.mu.Lock()
 		for tc := range p.conns {
-			if tc.last.Load() < limit {
+			if tc.s == s && tc.last.Load() < limit {
 				idle = append(idle, tc)
 			}
 		}
@@ -358,12 +424,15 @@ func (p *Proxy) watch(stop <-chan struct{}) {
 	}
 }
 
-func (p *Proxy) closeAll() {
+// closeServing closes every connection of s, and any it tracks from now.
+func (p *Proxy) closeServing(s *serving) {
 	p.mu.Lock()
-	p.closing = true
-	all := make([]*trackedConn, 0, len(p.conns))
+	s.closing = true
+	var all []*trackedConn
 	for tc := range p.conns {
-		all = append(all, tc)
+		if tc.s == s {
+			all = append(all, tc)
+		}
 	}
 	p.mu.Unlock()
 	for _, tc := range all {
@@ -375,7 +444,8 @@ func (p *Proxy) closeAll() {
 type trackedConn struct {
 	net.Conn
 	p      *Proxy
-	client bool
+	s      *serving     // the call it is closed with
+	client bool         // a connection of the server, counted against MaxConns
 	last   atomic.Int64 // UnixNano of the last byte moved
 	once   sync.Once
 }
@@ -446,15 +516,16 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	// A request net/http hands over after Serve began to end is not
 	// served: Serve's wait for the handlers must not race a new one.
+	s := servingOf(r.Context())
 	p.mu.Lock()
-	if p.closing {
+	if s == nil || s.closing {
 		p.mu.Unlock()
 		http.Error(w, "mcphost network proxy: closing", http.StatusServiceUnavailable)
 		return
 	}
-	p.handlers.Add(1)
+	s.handlers.Add(1)
 	p.mu.Unlock()
-	defer p.handlers.Done()
+	defer s.handlers.Done()
 	// What a header holds is dropped now, not copied on or held for a
 	// tunnel's life.
 	if n := headerFields(r.Header); n > MaxHeaderFields {
@@ -509,6 +580,13 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 		buffered, _ := brw.Reader.Peek(n)
 		down = io.MultiReader(strings.NewReader(string(buffered)), c)
 	}
+	p.splice(c, down, up)
+}
+
+// splice copies down (what the server sends on c) to up, and up to c,
+// half-closing each side when its source ends, until both directions are
+// done. The caller closes c and up.
+func (p *Proxy) splice(c net.Conn, down io.Reader, up net.Conn) {
 	done := make(chan struct{}, 2)
 	go func() {
 		p.pipe(up, down)
@@ -639,7 +717,11 @@ func (p *Proxy) open(ctx context.Context, host string, port uint16) (net.Conn, e
 				continue
 			}
 		}
-		return p.track(c, false), nil
+		tc, ok := p.track(c, servingOf(ctx))
+		if !ok {
+			return nil, errors.New("egress: the proxy is closing")
+		}
+		return tc, nil
 	}
 	if len(self) > 0 {
 		errs = append(errs, p.refuseSelf(host, port, self))
@@ -649,11 +731,20 @@ func (p *Proxy) open(ctx context.Context, host string, port uint16) (net.Conn, e
 
 // vet returns the addresses the server may reach for host:port, or an
 // error wrapping ErrNotGranted (reported once) when it may reach none.
-// Only a granted name is resolved.
+// Only a granted name is resolved. An address of NamesPrefix that no
+// address grant names stands for the name the stub resolver handed it out
+// for, and is vetted as that name; one it never handed out is refused.
 func (p *Proxy) vet(ctx context.Context, host string, port uint16) ([]dest, error) {
 	h := strings.ToLower(strings.TrimSuffix(host, "."))
 	if a, err := netip.ParseAddr(h); err == nil {
 		a = a.Unmap()
+		if NamesPrefix.Contains(a) && a.Zone() == "" && !p.grantsAddr(a) {
+			name, ok := p.names.name(a)
+			if !ok {
+				return nil, p.refuse(a.String(), port, "it is an address the stub resolver never handed out (the server's names resolve to addresses of "+NamesPrefix.String()+" only through it)", "")
+			}
+			return p.vet(ctx, name, port)
+		}
 		for _, g := range p.cfg.Grants {
 			if a.Zone() == "" && g.matchAddr(a, port) {
 				return []dest{{addr: a, granted: true}}, nil
@@ -736,6 +827,16 @@ func (p *Proxy) vet(ctx context.Context, host string, port uint16) ([]dest, erro
 // self, addresses of the host itself.
 func (p *Proxy) refuseSelf(host string, port uint16, self []netip.Addr) error {
 	return p.refuse(strings.ToLower(strings.TrimSuffix(host, ".")), port, fmt.Sprintf("it resolves to an address of this host (%s), which a granted name may not reach unless the address is granted too", joinAddrs(self)), addrGrantExample(self, port))
+}
+
+// grantsAddr reports whether an address grant names a, at any port.
+func (p *Proxy) grantsAddr(a netip.Addr) bool {
+	for _, g := range p.cfg.Grants {
+		if g.Addr.IsValid() && g.Addr == a {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Proxy) addrGranted(a netip.Addr, port uint16) bool {

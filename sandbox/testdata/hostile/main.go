@@ -431,6 +431,17 @@ func do(req request) reply {
 			return fail(fmt.Errorf("%s: %s", resp.Status, b))
 		}
 		return result(string(b), nil)
+	case "get":
+		// GET a0 with Go's net/http and no proxy at all: a client that
+		// knows nothing of proxies, through the system's resolver.
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}}
+		resp, err := client.Get(a0)
+		if err != nil {
+			return fail(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return result(string(b), nil)
 	case "listen-tcp":
 		l, err := net.Listen("tcp", a0)
 		if err != nil {
@@ -439,12 +450,13 @@ func do(req request) reply {
 		l.Close()
 		return result("", nil)
 	case "ttfb", "bulk":
-		// Open a connection to a0 (through $HTTPS_PROXY when it is set,
-		// directly otherwise), GET / (ttfb) or /bulk (bulk), and read the
+		// Open a connection to a0 (through $HTTPS_PROXY when it is set and
+		// a1 is not "direct", directly otherwise; a name is looked up each
+		// time), GET / (ttfb) or /bulk (bulk), and read the
 		// first byte of the answer (ttfb) or all of it (bulk): out is the
 		// nanoseconds that took, then the bytes read.
 		start := time.Now()
-		c, br, err := dialTarget(a0)
+		c, br, err := dialTarget(a0, a1 == "direct")
 		if err != nil {
 			return fail(err)
 		}
@@ -666,9 +678,9 @@ func do(req request) reply {
 
 // dialTarget connects to target through the proxy of $HTTPS_PROXY (a
 // CONNECT tunnel) when it is set, and directly otherwise.
-func dialTarget(target string) (net.Conn, *bufio.Reader, error) {
+func dialTarget(target string, direct bool) (net.Conn, *bufio.Reader, error) {
 	proxy := os.Getenv("HTTPS_PROXY")
-	if proxy == "" {
+	if proxy == "" || direct {
 		c, err := net.DialTimeout("tcp", target, 3*time.Second)
 		if err != nil {
 			return nil, nil, err
