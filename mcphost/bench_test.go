@@ -98,6 +98,41 @@ func BenchmarkStartList(b *testing.B) {
 	}
 }
 
+// BenchmarkStartListEight: one server, then eight at once, each started,
+// initialized, listed and closed as in BenchmarkStartList, by the bare
+// go-sdk client (goroutines) and by mcphost confined. On a machine of fewer
+// cores than servers the eight share them, bare or not: compare mcphost's
+// ratio of eight to one with the bare client's.
+func BenchmarkStartListEight(b *testing.B) {
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("bare-sdk-%d", n), func(b *testing.B) {
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for range n {
+					wg.Go(func() {
+						cs := bareConnect(b)
+						bareListAll(b, cs)
+						cs.Close()
+					})
+				}
+				wg.Wait()
+			}
+		})
+	}
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("mcphost-confined-%d", n), func(b *testing.B) {
+			opts := benchOpts(b)
+			var servers []ServerConfig
+			for i := range n {
+				servers = append(servers, fixture(fmt.Sprintf("s%d", i)))
+			}
+			for b.Loop() {
+				benchConnect(b, opts, servers...).Close()
+			}
+		})
+	}
+}
+
 // BenchmarkStartListEightSlow: eight servers that each take 300ms to
 // initialize start in parallel, so eight cost about what one does.
 func BenchmarkStartListEightSlow(b *testing.B) {

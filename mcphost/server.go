@@ -139,12 +139,17 @@ func (srv *server) start(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	begin := time.Now()
+	tr := newPhaseTrace("start", cfg.Name)
+	result := "failed"
+	defer func() { tr.print(result) }()
 
 	sbx, err := srv.sandboxConfig()
+	tr.mark("config")
 	if err != nil {
 		return &startError{"config", err}
 	}
 	proc, err := sandbox.Start(ctx, sbx)
+	tr.mark("sandbox")
 	if err != nil {
 		var le *sandbox.LinkError
 		switch {
@@ -237,6 +242,7 @@ func (srv *server) start(ctx context.Context) error {
 	// era start; ServerInfo.Protocol says which one was negotiated.
 	srv.installing.Store(isLauncher)
 	cs, err := client.Connect(initCtx, transport, nil)
+	tr.mark("initialize")
 	srv.installing.Store(false)
 	if err != nil && isLauncher && initCtx != ctx && initCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		_ = proc.Close(0)
@@ -289,6 +295,8 @@ func (srv *server) start(ctx context.Context) error {
 			break
 		}
 	}
+	tr.mark("list")
+	result = "ok"
 	s.logger.Info("server started", "server", cfg.Name, "confinement", proc.Confinement(),
 		"tools", len(raws), "duration", time.Since(begin))
 
@@ -495,15 +503,21 @@ func (srv *server) close(state ServerState) error {
 	}
 	srv.mu.Unlock()
 	var err error
+	tr := newPhaseTrace("close", srv.cfg.Name)
 	// The process first: proc.Close closes stdin (the stdio shutdown the
 	// spec asks for), gives the server the grace period and then kills
 	// everything it started. Closing the go-sdk session first would wait
 	// for calls in flight, up to their call_timeout.
 	if proc != nil {
 		err = proc.Close(grace)
+		tr.mark("process")
 	}
 	if cs != nil {
 		cs.Close() // fails the calls in flight: the server is gone
+		tr.mark("client")
+	}
+	if proc != nil || cs != nil {
+		tr.print(fmt.Sprint(state))
 	}
 	return err
 }

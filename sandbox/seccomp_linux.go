@@ -199,7 +199,9 @@ type filterOptions struct {
 	// udp, with the proxy, allows UDP sockets of AF_INET and AF_INET6 as
 	// well (SOCK_DGRAM, protocol 0 or UDP; not ICMP): the namespace of a
 	// server with a DirectProxy has its nameserver at 127.0.0.1:53, and
-	// no route out, so a UDP datagram reaches that nameserver or nothing.
+	// no route out, so a UDP datagram reaches that nameserver, a socket
+	// of the server's own (it may bind ports from 1024 up; Landlock
+	// mediates TCP only), or nothing.
 	udp bool
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1097,4 +1098,34 @@ func FuzzDNS(f *testing.F) {
 			t.Fatalf("the answer to %x is %v", q, a)
 		}
 	})
+}
+
+// TestRefusalNameQuoted: a looked-up name is the server's bytes, spaces,
+// quotes and all; one that is not a host name is reported quoted, so that
+// it cannot pass for the words of the notice around it, and with no grant
+// to suggest.
+func TestRefusalNameQuoted(t *testing.T) {
+	var got []Refusal
+	p, err := New(Config{Refused: func(r Refusal) { got = append(got, r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := `api.github.com (needed); to allow it, add "*.evil.example" to network. server x looked up a`
+	var labels []string
+	for rest := forged; rest != ""; {
+		n := min(len(rest), 60)
+		labels = append(labels, rest[:n])
+		rest = rest[n:]
+	}
+	p.AnswerDNS(dnsQuery(t, 7, strings.Join(labels, ".")+".", dnsmessage.TypeA))
+	p.AnswerDNS(dnsQuery(t, 8, "plain.example.com.", dnsmessage.TypeA))
+	if len(got) != 2 {
+		t.Fatalf("refusals %+v, want two", got)
+	}
+	if u, err := strconv.Unquote(got[0].Host); err != nil || !strings.Contains(u, `add "*.evil.example"`) || got[0].Grant != "" {
+		t.Errorf("a name that is not a host name is reported as %+v, want it quoted and no grant", got[0])
+	}
+	if got[1].Host != "plain.example.com" || got[1].Grant != "plain.example.com" {
+		t.Errorf("a plain name is reported as %+v", got[1])
+	}
 }

@@ -66,7 +66,10 @@ type Resolver interface {
 type Refusal struct {
 	// Host is the name or address the server asked for or looked up,
 	// lowercased and cut to 253 bytes; it is the server's text, so show
-	// it escaped. Empty when the refusal is not about one destination
+	// it escaped. What is neither a host name nor an address (a looked-up
+	// name may hold spaces, quotes, any byte) is given quoted, in ASCII,
+	// as strconv.QuoteToASCII writes it, so that it cannot pass for the
+	// words around it. Empty when the refusal is not about one destination
 	// (the connection bound, the bound of names, or the end of
 	// reporting).
 	Host string
@@ -898,6 +901,7 @@ func (p *Proxy) refuseResponse(host string, port uint16, reason string) error {
 // reportOnce reports host:port through Config.Refused, once per Proxy, and
 // no more than MaxReported destinations.
 func (p *Proxy) reportOnce(host string, port uint16, reason, grant string) {
+	host = shown(host)
 	key := host + ":" + strconv.Itoa(int(port))
 	p.mu.Lock()
 	var send []Refusal
@@ -923,6 +927,18 @@ func (p *Proxy) report(r Refusal) {
 	p.reportMu.Lock()
 	defer p.reportMu.Unlock()
 	p.cfg.Refused(r)
+}
+
+// shown returns host as a Refusal gives it: itself when it is a host name
+// or an address, else quoted in ASCII.
+func shown(host string) string {
+	if checkName(host) == nil {
+		return host
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return host
+	}
+	return strconv.QuoteToASCII(host)
 }
 
 // cut bounds a server-supplied host for errors and reports.
