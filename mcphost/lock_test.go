@@ -244,3 +244,53 @@ func TestLockTrustGrants(t *testing.T) {
 		t.Errorf("a committed lock with git = \"write\": %v, want ErrLockUntrusted naming the grant", err)
 	}
 }
+
+// TestRestartProgramChanged: with a lock, a server whose program file
+// changed on disk after Connect (an update, or a peer's write) is not
+// restarted under the session's comparison of the old one: Restart fails,
+// saying so, and the reviewed tools are not called on the new program.
+func TestRestartProgramChanged(t *testing.T) {
+	prog := filepath.Join(t.TempDir(), "prog")
+	data, err := os.ReadFile(fixtureBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sc := fixture("x")
+	sc.Command = []string{prog}
+	e := newEnv(t)
+	opts := e.opts()
+	opts.LockFile = filepath.Join(t.TempDir(), pin.LockFileName)
+	ctx := context.Background()
+	s := e.connect(opts, sc)
+	rs, err := s.Review(ctx, "program:x", "mcp__x__echo")
+	if err == nil {
+		err = s.Approve(ctx, rs...)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(ctx, "x"); err != nil {
+		t.Fatalf("Restart with the program unchanged: %v", err)
+	}
+	if tool, _ := s.Tool("mcp__x__echo"); tool.Decision != Allow {
+		t.Fatalf("echo after review: %s", tool.Decision)
+	}
+	// The program is replaced, as an update does: the same code and one
+	// byte more, renamed over it.
+	if err := os.WriteFile(prog+".new", append(data, 0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(prog+".new", prog); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Restart(ctx, "x")
+	if err == nil || !strings.Contains(err.Error(), "its program changed since the session started") {
+		t.Fatalf("Restart with the program changed: %v", err)
+	}
+	if _, err := s.Call(ctx, "mcp__x__echo", json.RawMessage(`{"text":"hi"}`)); err == nil {
+		t.Error("echo was called on the changed program")
+	}
+}

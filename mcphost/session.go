@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -35,6 +36,9 @@ type Session struct {
 	reviews store
 	// lock is Options.LockFile, nil without one.
 	lock *lockFile
+	// programWritable are the paths programIdentity took as writable at
+	// Connect (lock mode), for Restart's check of the program.
+	programWritable []string
 	// config is the resolved path of the config the servers' tables come
 	// from ("" if unknown), and configWritable the path a server could
 	// write that holds it ("" if none): then its tables start only as
@@ -202,6 +206,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 		if err != nil {
 			return nil, err
 		}
+		s.programWritable = writable
 		for _, name := range s.order {
 			srv := s.servers[name]
 			// A program that cannot be found fails its start, saying why.
@@ -290,6 +295,24 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	}
 	s.recordFirstSight(pending)
 	return s, nil
+}
+
+// sameProgram, with a lock, says why srv may not be restarted when its
+// program is not the one identified at Connect: the session's decisions
+// (the lock's record compared with that identity) would otherwise stand
+// for a program nobody compared. A new session compares the new one.
+func (s *Session) sameProgram(srv *server) error {
+	if s.lock == nil {
+		return nil
+	}
+	now, err := programIdentity(srv.cfg, s.worktree, s.opts.HostEnv, s.programWritable, s.opts.StateDir)
+	if err != nil {
+		return fmt.Errorf("its program cannot be identified now (%w), so it cannot be shown to be the one this session compared with the lock; start a new session", err)
+	}
+	if changes := programChanges(srv.program, now); len(changes) > 0 {
+		return fmt.Errorf("its program changed since the session started (%s); a new session compares it with the lock, and `mcphost approve` reviews it", strings.Join(changes, "; "))
+	}
+	return nil
 }
 
 // checkStateReach refuses a state directory that a server could open. A
@@ -431,6 +454,11 @@ func (s *Session) Restart(ctx context.Context, server string) error {
 		srv.mu.Lock()
 		err := srv.err
 		srv.mu.Unlock()
+		return fmt.Errorf("mcphost: restart %s: %w", server, err)
+	}
+	if err := s.sameProgram(srv); err != nil {
+		srv.fail(err)
+		s.addNotice(srv.failureNotice())
 		return fmt.Errorf("mcphost: restart %s: %w", server, err)
 	}
 	if err := srv.start(ctx); err != nil {
