@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +111,19 @@ func TestNpxThroughRegistryGrant(t *testing.T) {
 		if strings.Contains(n, "tried to reach") {
 			t.Errorf("npx was refused a destination: %s", n)
 		}
+	}
+	s.Close()
+
+	// What npx fetched stays in the server's private home, so a second
+	// start fetches only the package's metadata (npx asks the registry
+	// each time, even for a pinned version: with the grant taken away it
+	// fails with the registry refused).
+	npxCache := filepath.Join(h.state, "home", "thinking", ".npm", "_npx")
+	if ents, err := os.ReadDir(npxCache); err != nil || len(ents) == 0 {
+		t.Fatalf("npx's cache in the private home %s: %v, %d entries", npxCache, err, len(ents))
+	}
+	s2 := h.connect(h.opts(), cfg)
+	if _, ok := s2.Tool("mcp__thinking__sequentialthinking"); !ok {
+		t.Errorf("the second start, from npx's cache: no tool; notices:\n%s", strings.Join(s2.Notices(), "\n"))
 	}
 }
