@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -486,5 +487,47 @@ func TestFirstSightLosesToConcurrentReview(t *testing.T) {
 	s.recordFirstSight([]subject{{kind: kindTool, server: "notes", name: "echo", def: tool.Definition, digest: tool.Digest}})
 	if tool, _ := s.Tool("mcp__notes__echo"); tool.Decision != Approval {
 		t.Errorf("first sight in conflict with a concurrent review: %s/%s, want approval", tool.Decision, tool.Pin)
+	}
+}
+
+// TestApproveAfterUnreadableState: the reviews could not be read at
+// Connect (a corrupt state file), so every tool was held; the person
+// repairs the file and approves one tool. The re-judging that follows
+// trusts the server's other tools on first sight, as a listing would, and
+// records them as such, so that a later change of one is caught rather
+// than trusted on first sight again.
+func TestApproveAfterUnreadableState(t *testing.T) {
+	e := newEnv(t)
+	file := filepath.Join(e.state, pin.FileName)
+	if err := os.WriteFile(file, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := e.connect(e.opts(), fixture("one"))
+	if s.StateError() == nil {
+		t.Fatal("a corrupt state file read without error")
+	}
+	if tool, _ := s.Tool("mcp__one__add"); !tool.Withheld {
+		t.Fatalf("add with the state unreadable: %+v, want withheld", tool)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rs, err := s.Review(ctx, "mcp__one__echo")
+	if err == nil {
+		err = s.Approve(ctx, rs...)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tool, _ := s.Tool("mcp__one__add"); tool.Withheld {
+		t.Fatalf("add after the repair and a review of echo: %+v, want offered (first sight)", tool)
+	}
+	st, err := (&pin.Store{Dir: e.state}).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Tools[pin.Key("one", "add")]; !ok {
+		t.Errorf("add was trusted on first sight and not recorded: a later change of it would be trusted on first sight again (state has %v)", slices.Sorted(maps.Keys(st.Tools)))
 	}
 }
