@@ -1108,6 +1108,10 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 
 // startError explains a failure to start the helper process itself.
 func startError(name string, sp *spec, userNS bool, err error) error {
+	if errors.Is(err, errThreadStuck) {
+		// Not the namespaces: the cgroups, whose errors carry an errno.
+		return fmt.Errorf("sandbox: server %q: %w", name, err)
+	}
 	if !sp.Off {
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
@@ -1151,14 +1155,25 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 	// thread's move of itself does not).
 	var back []string
 	bornIn := false
+	var stuck error
 	if p.joinV1 {
-		if b, err := threadIntoCgroups(p.joinDirs); err == nil {
+		b, err := threadIntoCgroups(p.joinDirs)
+		switch {
+		case err == nil:
 			back, bornIn = b, true
+		case errors.Is(err, errThreadStuck):
+			// Half in the server's cgroups and not back out: this
+			// thread, which lives as long as the helper, would be
+			// counted there (and keep them from being removed).
+			stuck = err
 		}
 		// Else the helper is moved there once it exists, below.
 	}
-	err := cmd.Start()
-	if err != nil && path != selfExe {
+	err := stuck
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil && stuck == nil && path != selfExe {
 		cmd = newCmd(selfExe)
 		if err2 := cmd.Start(); err2 != nil {
 			err = err2
@@ -1262,16 +1277,28 @@ func threadIntoCgroups(dirs []string) ([]string, error) {
 		ctl, _, _ := strings.Cut(rel, "/")
 		p, known := paths[ctl]
 		if !ok || !known {
-			threadOutOfCgroups(back)
-			return nil, fmt.Errorf("no cgroup v1 hierarchy for %s", d)
+			return nil, rollBack(back, fmt.Errorf("no cgroup v1 hierarchy for %s", d))
 		}
 		if err := os.WriteFile(d+"/tasks", []byte("0"), 0); err != nil {
-			threadOutOfCgroups(back)
-			return nil, err
+			return nil, rollBack(back, err)
 		}
 		back = append(back, filepath.Join(cgroupRoot, ctl, p, "tasks"))
 	}
 	return back, nil
+}
+
+// errThreadStuck says the thread that starts a helper joined some of the
+// server's cgroups and could not be moved back out of them.
+var errThreadStuck = errors.New("the thread that starts the sandbox helper is stuck in the server's cgroups")
+
+// rollBack moves the calling thread back out of the cgroups it joined
+// (back) after err stopped it joining the rest, and returns err, or, when
+// the thread cannot be moved back, an error wrapping errThreadStuck too.
+func rollBack(back []string, err error) error {
+	if berr := threadOutOfCgroups(back); berr != nil {
+		return fmt.Errorf("%w: joining them failed (%w), and so did leaving them: %w", errThreadStuck, err, berr)
+	}
+	return err
 }
 
 // threadOutOfCgroups moves the calling thread back into the cgroups whose
