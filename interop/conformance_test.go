@@ -228,6 +228,7 @@ func runConformanceScenario(t *testing.T, all context.Context, suiteCmd func(con
 			t.Fatalf("%v (suite: %v)\n%s", err, runErr, out)
 		}
 		var failed, warned, verdicts []string
+		adapterFailed := 0
 		for _, c := range checks {
 			line := c.ID + ": " + c.Status
 			if c.ErrorMessage != "" {
@@ -239,6 +240,9 @@ func runConformanceScenario(t *testing.T, all context.Context, suiteCmd func(con
 			switch {
 			case slices.Contains(sc.adapterChecks, c.ID):
 				t.Logf("adapter check (not counted) %s", line)
+				if c.Status == "FAILURE" {
+					adapterFailed++
+				}
 			case c.Status == "FAILURE":
 				failed = append(failed, line)
 			case c.Status == "WARNING":
@@ -260,6 +264,11 @@ func runConformanceScenario(t *testing.T, all context.Context, suiteCmd func(con
 			if len(failed) > 0 || len(checks) == 0 {
 				t.Errorf("scenario %s failed:\n%s\nsuite (%v):\n%s\nclient stderr:\n%s",
 					sc.name, strings.Join(failed, "\n"), runErr, out, stderr)
+			} else if runErr != nil && adapterFailed == 0 {
+				// No check failed, yet the suite says it did not pass:
+				// a check it could not record is not a pass.
+				t.Errorf("scenario %s: the suite exited with %v and no failed check\nsuite:\n%s\nclient stderr:\n%s",
+					sc.name, runErr, out, stderr)
 			}
 		case expectedFail:
 			if len(failed) == 0 {
