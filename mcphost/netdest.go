@@ -52,25 +52,17 @@ func (d netDest) String() string {
 	return h + ":" + strconv.Itoa(int(d.port))
 }
 
-// covered reports whether grants let d through: for a failed lookup (no
-// port), whether any grant names the name (the name then resolves); else
-// whether one grants that name or address at that port, as the proxy
-// decides it (a localhost grant covers the loopback addresses, an address
-// grant of a loopback address covers localhost).
+// covered reports whether grants let d through, as the proxy decides it
+// (egress.Grant.Allows): for a failed lookup (no port), whether any grant
+// names the name (the name then resolves); else whether one grants that
+// name or address at that port.
 func (d netDest) covered(grants []egress.Grant) bool {
+	host := d.host
+	if host == "" {
+		host = d.addr.String()
+	}
 	for _, g := range grants {
-		switch {
-		case d.addr.IsValid():
-			if g.Port == d.port && (g.Addr == d.addr || g.Host == "localhost" && d.addr.IsLoopback()) {
-				return true
-			}
-		case d.host == "localhost":
-			if g.Port == d.port && (g.Host == "localhost" || g.Addr.IsLoopback()) {
-				return true
-			}
-		case g.Addr.IsValid() || g.Host == "localhost":
-		case !(g.Wildcard && strings.HasSuffix(d.host, "."+g.Host) || !g.Wildcard && d.host == g.Host):
-		case d.port == 0 || g.Port == d.port || g.Port == 0 && (d.port == 443 || d.port == 80):
+		if g.Allows(host, d.port) {
 			return true
 		}
 	}

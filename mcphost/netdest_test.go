@@ -120,7 +120,9 @@ func TestNetDestCovered(t *testing.T) {
 		{"127.0.0.1:5432", []string{"127.0.0.1:5432"}, true},
 		{"127.0.0.1:5433", []string{"localhost:5432"}, false},
 		{"[::1]:5432", []string{"localhost:5432"}, true},
-		{"localhost:5432", []string{"127.0.0.1:5432"}, true},
+		// As the proxy decides it: only a localhost grant covers the name
+		// localhost (which may resolve to ::1), so adding one is the advice.
+		{"localhost:5432", []string{"127.0.0.1:5432"}, false},
 		{"localhost:5432", []string{"localhost:5432"}, true},
 		{"1.2.3.4:443", []string{"api.x.com"}, false},
 		{"1.2.3.4:443", []string{"1.2.3.4:443"}, true},

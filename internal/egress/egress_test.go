@@ -505,3 +505,42 @@ func isGrantError(err error, text, reason string) bool {
 	return errors.As(err, &ge) && ge.Text == text && strings.Contains(ge.Reason, reason) &&
 		err.Error() == fmt.Sprintf("%v: %q: %s", ErrBadGrant, ge.Text, ge.Reason)
 }
+
+// TestGrantAllows: Allows says what the proxy decides for a destination,
+// grant by grant.
+func TestGrantAllows(t *testing.T) {
+	for _, tt := range []struct {
+		grant, host string
+		port        uint16
+		want        bool
+	}{
+		{"api.x.com", "api.x.com", 443, true},
+		{"api.x.com", "api.x.com", 80, true},
+		{"api.x.com", "api.x.com", 8443, false},
+		{"api.x.com", "api.x.com", 0, true},
+		{"api.x.com:8443", "api.x.com", 0, true},
+		{"api.x.com", "www.x.com", 443, false},
+		{"*.x.com", "api.x.com", 443, true},
+		{"*.x.com", "a.b.x.com", 0, true},
+		{"*.x.com", "x.com", 443, false},
+		{"localhost:5432", "localhost", 5432, true},
+		{"localhost:5432", "localhost", 0, false},
+		{"localhost:5432", "127.0.0.1", 5432, true},
+		{"localhost:5432", "::1", 5432, true},
+		{"localhost:5432", "127.0.0.1", 5433, false},
+		{"127.0.0.1:5432", "localhost", 5432, false},
+		{"127.0.0.1:5432", "127.0.0.1", 5432, true},
+		{"127.0.0.1:5432", "::ffff:127.0.0.1", 5432, true},
+		{"10.0.0.5:8080", "10.0.0.5", 8080, true},
+		{"10.0.0.5:8080", "10.0.0.5", 0, false},
+		{"api.x.com", "10.0.0.5", 443, false},
+	} {
+		g, err := ParseGrant(tt.grant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Allows(tt.host, tt.port); got != tt.want {
+			t.Errorf("%s allows %s port %d = %v, want %v", tt.grant, tt.host, tt.port, got, tt.want)
+		}
+	}
+}

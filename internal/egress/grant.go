@@ -240,6 +240,27 @@ func (g Grant) matchName(host string, port uint16) bool {
 // matchNameAnyPort reports whether g grants the name host (lowercase, no
 // trailing dot) at some port: g is a name grant, not localhost's, that
 // names host or, as a wildcard, a domain above it.
+// Allows reports whether g lets a server reach host at port, by the rules
+// the proxy decides by: host is a name (lowercase, no trailing dot), which
+// a name or wildcard grant matches at its ports; "localhost", which only a
+// localhost grant of that port matches; or an address, which an address
+// grant of that address and port matches, and a localhost grant of that
+// port when it is a loopback address. Port 0 asks whether a name is
+// granted at any port (whether it resolves in the server's namespace). It
+// says nothing of where a granted name resolves to.
+func (g Grant) Allows(host string, port uint16) bool {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return port != 0 && g.matchAddr(a.Unmap(), port)
+	}
+	if host == "localhost" {
+		return g.Host == "localhost" && g.Port == port
+	}
+	if port == 0 {
+		return g.matchNameAnyPort(host)
+	}
+	return g.matchName(host, port)
+}
+
 func (g Grant) matchNameAnyPort(host string) bool {
 	if !g.isName() {
 		return false
