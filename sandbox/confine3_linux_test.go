@@ -71,12 +71,17 @@ func TestProcMasked(t *testing.T) {
 	requireConfinement(t)
 	// A key the server's user owns: unmasked, /proc/keys would name it.
 	desc := fmt.Sprintf("mcphost-test-key-%d-%d", os.Getpid(), time.Now().UnixNano())
+	s := startHostile(t, Config{Worktree: t.TempDir()})
+	// The server's own uid: a root host runs each server as a uid of its
+	// own (its lease's), which alone could see the key unmasked.
 	uid := os.Getuid()
 	if dropsRoot() {
-		uid = ServerID
+		if s.p.lease == nil {
+			t.Fatal("a root host's server holds no uid lease")
+		}
+		uid = int(s.p.lease.uid)
 	}
 	keyVisible := addKeyAs(t, uid, desc)
-	s := startHostile(t, Config{Worktree: t.TempDir()})
 	checked := 0
 	for _, name := range procMasked {
 		p := "/proc/" + name
