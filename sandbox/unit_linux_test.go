@@ -825,3 +825,58 @@ func TestRollBack(t *testing.T) {
 		t.Errorf("startError of a stuck thread: %s", msg)
 	}
 }
+
+// TestSeccompRules runs the filter's other rules in the interpreter, in
+// the full tier's settings and the reduced tier's: what the calls it
+// names get, and that a call it does not name is allowed.
+func TestSeccompRules(t *testing.T) {
+	if !seccompSupported {
+		t.Skip("no seccomp filter on this architecture")
+	}
+	allow := uint32(retAllow)
+	full := filterOptions{net: netProxy, pathUnix: true, ownNetNS: true, udp: true}
+	reduced := filterOptions{net: netNone, ownProcessOnly: true, noFSNotify: true}
+	for _, tt := range []struct {
+		name          string
+		nr            uint32
+		args          []uint32
+		full, reduced uint32
+	}{
+		{"read", unix.SYS_READ, []uint32{0, 0, 0}, allow, allow},
+		{"io_uring_setup", unix.SYS_IO_URING_SETUP, nil, retErrno(unix.ENOSYS), retErrno(unix.ENOSYS)},
+		{"keyctl", unix.SYS_KEYCTL, nil, retErrno(unix.ENOSYS), retErrno(unix.ENOSYS)},
+		{"add_key", unix.SYS_ADD_KEY, nil, retErrno(unix.ENOSYS), retErrno(unix.ENOSYS)},
+		{"clone3", unix.SYS_CLONE3, nil, retErrno(unix.ENOSYS), retErrno(unix.ENOSYS)},
+		{"unshare a user namespace", unix.SYS_UNSHARE, []uint32{unix.CLONE_NEWUSER | unix.CLONE_NEWNS}, retErrno(unix.EPERM), retErrno(unix.EPERM)},
+		{"unshare files", unix.SYS_UNSHARE, []uint32{unix.CLONE_FILES}, allow, allow},
+		{"clone a user namespace", unix.SYS_CLONE, []uint32{unix.CLONE_NEWUSER | uint32(unix.SIGCHLD)}, retErrno(unix.EPERM), retErrno(unix.EPERM)},
+		{"clone a thread", unix.SYS_CLONE, []uint32{unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_SIGHAND}, allow, allow},
+		{"fchmod set-user-ID", unix.SYS_FCHMOD, []uint32{3, 0o4755}, retErrno(unix.EPERM), retErrno(unix.EPERM)},
+		{"fchmod 0755", unix.SYS_FCHMOD, []uint32{3, 0o755}, allow, allow},
+		{"openat set-group-ID", unix.SYS_OPENAT, []uint32{0, 0, unix.O_CREAT, 0o2755}, retErrno(unix.EPERM), retErrno(unix.EPERM)},
+		{"openat 0644", unix.SYS_OPENAT, []uint32{0, 0, unix.O_CREAT, 0o644}, allow, allow},
+		{"umask keeping world write off", unix.SYS_UMASK, []uint32{0o022}, allow, allow},
+		{"umask clearing it", unix.SYS_UMASK, []uint32{0o020}, unix.SECCOMP_RET_USER_NOTIF, unix.SECCOMP_RET_USER_NOTIF},
+		{"setxattr", unix.SYS_SETXATTR, nil, retErrno(unix.EOPNOTSUPP), retErrno(unix.EOPNOTSUPP)},
+		{"inotify_init1", unix.SYS_INOTIFY_INIT1, nil, allow, retErrno(unix.ENOSYS)},
+		{"prlimit64 of another process", unix.SYS_PRLIMIT64, []uint32{1234}, allow, retErrno(unix.EPERM)},
+		{"prlimit64 of itself", unix.SYS_PRLIMIT64, []uint32{0}, allow, allow},
+		{"setpriority of a user", unix.SYS_SETPRIORITY, []uint32{2, 0}, allow, retErrno(unix.EPERM)},
+		{"setpriority of itself", unix.SYS_SETPRIORITY, []uint32{prioProcess, 0}, allow, allow},
+	} {
+		for _, tier := range []struct {
+			name string
+			o    filterOptions
+			want uint32
+		}{{"full", full, tt.full}, {"reduced", reduced, tt.reduced}} {
+			if got := runFilter(t, seccompProgram(tier.o), tt.nr, tt.args...); got != tier.want {
+				t.Errorf("%s, %s tier: %#x, want %#x", tt.name, tier.name, got, tier.want)
+			}
+		}
+	}
+	if foreignSyscallBit != 0 {
+		if got := runFilter(t, seccompProgram(full), unix.SYS_READ|foreignSyscallBit); got != retErrno(unix.ENOSYS) {
+			t.Errorf("a foreign-ABI read: %#x, want ENOSYS", got)
+		}
+	}
+}
