@@ -138,7 +138,7 @@ func (lf *lockFile) trust(ctx context.Context, data []byte) error {
 	}
 	why := lf.noGit
 	if why == "" {
-		committed, err := committedBlob(ctx, lf.worktree, lf.roots, lf.path)
+		committed, err := committedBlob(ctx, lf.worktree, lf.roots, lf.path, lf.state.Dir)
 		switch {
 		case err != nil:
 			why = err.Error()
@@ -168,10 +168,12 @@ func (lf *lockFile) remember(d string) {
 // of the worktree's repository, and a git directory that lies where a
 // server can write (roots) vouches only as the top's own ".git" directory,
 // the one the sandbox keeps read-only; one a ".git" file points to there
-// could have been made by a server. git runs without the environment's GIT_
+// could have been made by a server, and so could one made at or within the
+// worktree while servers ran there with no repository (madeWhileGitless,
+// from the record in stateDir). git runs without the environment's GIT_
 // variables, through commands that run no hook, filter or fsmonitor,
 // bounded in time (gitTimeout) and size.
-func committedBlob(ctx context.Context, worktree string, roots []string, path string) ([]byte, error) {
+func committedBlob(ctx context.Context, worktree string, roots []string, path, stateDir string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
 	out, err := runGit(ctx, worktree, 4096, "rev-parse", "--path-format=absolute", "--git-dir", "--show-toplevel")
@@ -195,6 +197,17 @@ func committedBlob(ctx context.Context, worktree string, roots []string, path st
 			if under(gitDir, r) {
 				return nil, fmt.Errorf("the worktree's repository %s keeps its git directory at %s, where servers can write, and not in its own .git directory; a server could have made it, so it vouches for nothing (accept the lock)", top, gitDir)
 			}
+		}
+	}
+	if under(top, worktree) {
+		// Made at or within the worktree: by a person, or by a server
+		// while the worktree was in no repository (gitless.go)?
+		why, err := madeWhileGitless(stateDir, worktree, gitDir)
+		if err != nil {
+			why = fmt.Sprintf("whether a server made it cannot be told (%v)", err)
+		}
+		if why != "" {
+			return nil, fmt.Errorf("the worktree's repository %s vouches for nothing: %s (accept the lock; if you made that repository, remove %s)", top, why, filepath.Join(stateDir, gitlessLog))
 		}
 	}
 	canon := path
@@ -364,7 +377,7 @@ func ReviewLock(ctx context.Context, path string, servers []ServerConfig, opts O
 	}
 	r := &LockReview{Path: lf.path, Digest: pin.DigestBytes(data), data: data, lf: lf}
 	base := &pin.Lock{Servers: map[string]pin.LockServer{}}
-	committed, err := committedBlob(ctx, lf.worktree, lf.roots, lf.path)
+	committed, err := committedBlob(ctx, lf.worktree, lf.roots, lf.path, lf.state.Dir)
 	switch {
 	case err != nil:
 		r.Against = "nothing: there is no committed version to compare with (" + err.Error() + "), so all of it is shown"

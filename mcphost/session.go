@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcphost/mcphost/pin"
 )
@@ -39,6 +40,9 @@ type Session struct {
 	// programWritable are the paths programIdentity took as writable at
 	// Connect (lock mode), for Restart's check of the program.
 	programWritable []string
+	// gitlessStart, when not 0, is when this session began running servers
+	// in a worktree in no repository, as recorded (recordGitless).
+	gitlessStart int64
 	// config is the resolved path of the config the servers' tables come
 	// from ("" if unknown), and configWritable the path a server could
 	// write that holds it ("" if none): then its tables start only as
@@ -224,6 +228,17 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 		s.addNotice(fmt.Sprintf("the worktree %s is a repository of its own (%s/.git) inside the repository at %s: a server may have made it with git init, and git run in the worktree uses it, its hooks and core.fsmonitor included; remove %s/.git unless you made it", wt, wt, outer, wt))
 	}
 	s.protect = s.protectPaths()
+
+	// A worktree in no repository: say, where no server can reach, that
+	// servers ran in it from now (see gitless.go).
+	if inNoRepository(wt) {
+		start := time.Now().UnixNano()
+		if err := recordGitless(s.opts.StateDir, gitlessEvent{Worktree: wt, Start: start}); err != nil {
+			s.addNotice(fmt.Sprintf("the worktree %s is in no git repository, and mcphost could not record in %s that servers ran in it (%v): a repository a server makes here could later vouch for a lock committed in it", wt, s.opts.StateDir, err))
+		} else {
+			s.gitlessStart = start
+		}
+	}
 
 	// Read the reviews while the servers start, unless a table must be
 	// found reviewed before its server may start.
@@ -418,6 +433,13 @@ func (s *Session) Close() error {
 	}
 	wg.Wait()
 	s.bg.Wait()
+	if s.gitlessStart != 0 {
+		// Its servers are gone: what is made in the worktree from now is
+		// not theirs.
+		if err := recordGitless(s.opts.StateDir, gitlessEvent{Worktree: s.worktree, Start: s.gitlessStart, End: time.Now().UnixNano()}); err != nil {
+			errs = append(errs, fmt.Errorf("mcphost: recording the end of the servers' run in %s, which is in no repository: %w", s.worktree, err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
