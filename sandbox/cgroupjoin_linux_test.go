@@ -55,16 +55,8 @@ func TestCgroupJoin(t *testing.T) {
 			if err := s.p.Close(time.Second); err != nil {
 				t.Fatal(err)
 			}
-			// Removed by Close, or right after it once the helper has
-			// exited (a host that exits first leaves them to the sweep
-			// of its next start: TestSweepCgroups).
-			if c := s.p.cgroupRemoved; c != nil {
-				select {
-				case <-c:
-				case <-time.After(10 * time.Second):
-					t.Fatal("the cgroup's removal after Close did not end")
-				}
-			}
+			// Removed by Close itself: a host that exits right after it
+			// leaves none behind.
 			for _, d := range s.p.joinDirs {
 				if _, err := os.Stat(d); err == nil {
 					t.Errorf("the server's cgroup %s is still there after Close", d)
