@@ -76,7 +76,8 @@ type ServerConfig struct {
 	// Network is false (the TOML `network = ["api.example.com"]`), in the
 	// grammar of egress.ParseGrant: "name", "name:port", "*.name",
 	// "*.name:port", "localhost:port", "address:port". It reaches them
-	// through a proxy of the host's; see the README's "Network grants".
+	// through the host's proxy, or by names that resolve only in its
+	// namespace, with the same checks; see the README's "Network grants".
 	NetworkGrant []string `json:"network_grant,omitempty"`
 	// Read and Write are extra read-only and writable paths: absolute,
 	// starting with "~/" (the user's home), or relative to the worktree.

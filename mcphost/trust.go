@@ -359,7 +359,7 @@ func widening(cfg ServerConfig, worktree string, hostEnv []string) []string {
 	if cfg.Network {
 		out = append(out, "network")
 	} else if len(cfg.NetworkGrant) > 0 && !cfg.Unconfined {
-		out = append(out, "network "+strings.Join(cfg.NetworkGrant, ", ")+" (through a proxy of the host's)")
+		out = append(out, "network "+strings.Join(cfg.NetworkGrant, ", ")+" (those destinations only, through the host's checks)")
 	}
 	if cfg.WritableGit {
 		out = append(out, "git = write (writable git directory)")

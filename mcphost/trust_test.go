@@ -129,7 +129,7 @@ func TestWidens(t *testing.T) {
 		"wide":    {"network", "git = write (writable git directory)", "write " + outside + " (outside the worktree)"},
 		"off":     {"sandbox = off (unconfined)"},
 		"plain":   {},
-		"granted": {"network api.example.com, localhost:8080 (through a proxy of the host's)"},
+		"granted": {"network api.example.com, localhost:8080 (those destinations only, through the host's checks)"},
 	}
 	for _, info := range s.Servers() {
 		if !slices.Equal(info.Widens, want[info.Name]) || info.Widens == nil {
