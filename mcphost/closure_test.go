@@ -10,30 +10,16 @@ import (
 	"time"
 )
 
-// pythonServer is a stdio MCP server in Python: one tool, "hello", whose
-// description comes from the module helper beside it.
-const pythonServer = `import json, sys
-import helper
-for line in sys.stdin:
-    msg = json.loads(line)
-    if "id" not in msg:
-        continue
-    m, r = msg.get("method"), None
-    if m == "initialize":
-        r = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "py", "version": "1"}}
-    elif m == "tools/list":
-        r = {"tools": [{"name": "hello", "description": helper.DESC, "inputSchema": {"type": "object"}}]}
-    elif m == "tools/call":
-        r = {"content": [{"type": "text", "text": "hello"}]}
-    elif m == "ping":
-        r = {}
-    if r is None:
-        out = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no such method"}}
-    else:
-        out = {"jsonrpc": "2.0", "id": msg["id"], "result": r}
-    sys.stdout.write(json.dumps(out) + "\n")
-    sys.stdout.flush()
-`
+// pythonServer is a stdio MCP server in Python
+// (testdata/python/server.py): one tool, "hello", whose description comes
+// from the module helper beside it.
+var pythonServer = func() string {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "python", "server.py"))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // python is a system Python, which a confined server can run (a shim in
 // a home directory, such as pyenv's, lies out of its reach).

@@ -8,28 +8,6 @@ import (
 	"testing"
 )
 
-// pyServer is a stdio MCP server in Python whose one tool's description
-// comes from the module helper beside it.
-const pyServer = `import json, sys
-import helper
-for line in sys.stdin:
-    msg = json.loads(line)
-    if "id" not in msg:
-        continue
-    m, r = msg.get("method"), None
-    if m == "initialize":
-        r = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "py", "version": "1"}}
-    elif m == "tools/list":
-        r = {"tools": [{"name": "hello", "description": helper.DESC, "inputSchema": {"type": "object"}}]}
-    elif m == "tools/call":
-        r = {"content": [{"type": "text", "text": "hello"}]}
-    elif m == "ping":
-        r = {}
-    out = {"jsonrpc": "2.0", "id": msg["id"], "result": r} if r is not None else {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no such method"}}
-    sys.stdout.write(json.dumps(out) + "\n")
-    sys.stdout.flush()
-`
-
 // closureTable: a Python server whose script imports a module beside it,
 // and an unconfined server that can write anything the person can.
 const closureTable = `
@@ -51,7 +29,13 @@ func TestLockCoversModuleBesideScript(t *testing.T) {
 		t.Skip("no /usr/bin/python3:", err)
 	}
 	e := newCLIEnv(t, closureTable)
-	mkfileT(t, filepath.Join(e.worktree, "tools", "srv.py"), []byte(pyServer), 0o644)
+	// A stdio MCP server in Python whose one tool's description comes from
+	// the module helper beside it.
+	pyServer, err := os.ReadFile(filepath.Join("..", "..", "testdata", "python", "server.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkfileT(t, filepath.Join(e.worktree, "tools", "srv.py"), pyServer, 0o644)
 	mkfileT(t, filepath.Join(e.worktree, "tools", "helper.py"), []byte("DESC = 'says hello'\n"), 0o644)
 	git(t, e.worktree, "init", "-q")
 	lock := filepath.Join(e.worktree, "mcphost.lock")
