@@ -317,34 +317,7 @@ func (c *localConn) LocalAddr() net.Addr {
 
 // startEcho serves an echo on a loopback port.
 func startEcho(t testing.TB) uint16 {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(time.Minute))
-				io.Copy(c, c)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		wg.Wait()
-	})
-	return uint16(l.Addr().(*net.TCPAddr).Port)
+	return serveLoopback(t, func(c net.Conn) { io.Copy(c, c) })
 }
 
 // roundTrip writes msg on c and reads it back; it returns what it read

@@ -43,10 +43,10 @@ func floodMax() []byte {
 	return floodHeader(MaxResponseHeaderBytes-512, MaxHeaderFields, (MaxResponseHeaderBytes-1024)/MaxHeaderFields-8)
 }
 
-// startFlood serves answer, as it is, to every request on a loopback
-// listener, and returns its port. With hold, it then keeps the connection
-// open until the proxy closes it.
-func startFlood(t testing.TB, answer []byte, hold bool) uint16 {
+// serveLoopback serves each connection of a new listener on a loopback
+// port with handle (which has a minute, then the connection is closed),
+// until the test ends, and returns the port.
+func serveLoopback(t testing.TB, handle func(net.Conn)) uint16 {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -66,18 +66,7 @@ func startFlood(t testing.TB, answer []byte, hold bool) uint16 {
 				defer wg.Done()
 				defer c.Close()
 				c.SetDeadline(time.Now().Add(time.Minute))
-				// Past the request's head, whatever it is.
-				br := bufio.NewReader(c)
-				for {
-					line, err := br.ReadSlice('\n')
-					if err != nil || len(line) <= 2 {
-						break
-					}
-				}
-				c.Write(answer)
-				if hold {
-					io.Copy(io.Discard, br)
-				}
+				handle(c)
 			}()
 		}
 	}()
@@ -86,6 +75,26 @@ func startFlood(t testing.TB, answer []byte, hold bool) uint16 {
 		wg.Wait()
 	})
 	return uint16(l.Addr().(*net.TCPAddr).Port)
+}
+
+// startFlood serves answer, as it is, to every request on a loopback
+// listener, and returns its port. With hold, it then keeps the connection
+// open until the proxy closes it.
+func startFlood(t testing.TB, answer []byte, hold bool) uint16 {
+	return serveLoopback(t, func(c net.Conn) {
+		// Past the request's head, whatever it is.
+		br := bufio.NewReader(c)
+		for {
+			line, err := br.ReadSlice('\n')
+			if err != nil || len(line) <= 2 {
+				break
+			}
+		}
+		c.Write(answer)
+		if hold {
+			io.Copy(io.Discard, br)
+		}
+	})
 }
 
 // rawRequest sends req to the proxy at addr and reads its answer to the
