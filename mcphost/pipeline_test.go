@@ -577,3 +577,29 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		}
 	})
 }
+
+// TestGitlessRecordFails: in a worktree in no repository, a session that
+// cannot record that servers run there starts none, saying why: without
+// the record, a repository one of them made could later vouch for a lock.
+func TestGitlessRecordFails(t *testing.T) {
+	wt, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inNoRepository(wt) {
+		t.Skipf("the temporary directory %s is in a repository", wt)
+	}
+	e := &env{t: t, worktree: wt, state: t.TempDir()}
+	// The record's place is taken by a directory: appending to it fails.
+	if err := os.Mkdir(filepath.Join(e.state, gitlessLog), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Connect(context.Background(), []ServerConfig{fixture("notes")}, e.opts())
+	if err == nil {
+		s.Close()
+		t.Fatal("Connect started servers without the record")
+	}
+	if !strings.Contains(err.Error(), "is in no git repository, and recording") {
+		t.Errorf("Connect: %v", err)
+	}
+}

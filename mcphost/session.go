@@ -234,10 +234,11 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	if inNoRepository(wt) {
 		start := time.Now().UnixNano()
 		if err := recordGitless(s.opts.StateDir, gitlessEvent{Worktree: wt, Start: start}); err != nil {
-			s.addNotice(fmt.Sprintf("the worktree %s is in no git repository, and mcphost could not record in %s that servers ran in it (%v): a repository a server makes here could later vouch for a lock committed in it", wt, s.opts.StateDir, err))
-		} else {
-			s.gitlessStart = start
+			// Without the record, a repository a server makes here could
+			// later vouch for a lock committed in it: no server starts.
+			return nil, fmt.Errorf("mcphost: the worktree %s is in no git repository, and recording in %s that servers run in it failed (%w), so that a repository one of them made there could later vouch for a lock; make that directory writable, or work in a repository", wt, s.opts.StateDir, err)
 		}
+		s.gitlessStart = start
 	}
 
 	// Read the reviews while the servers start, unless a table must be
