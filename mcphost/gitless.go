@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -40,6 +41,8 @@ type gitlessEvent struct {
 	Worktree string `json:"worktree"`
 	Start    int64  `json:"start"`
 	End      int64  `json:"end,omitempty"`
+	// record is the file the event was read from (not written).
+	record string
 }
 
 // inNoRepository reports whether no directory from worktree up holds a
@@ -74,9 +77,10 @@ func recordGitless(dir string, ev gitlessEvent) error {
 }
 
 // gitlessWindows returns, from the record in dir, the windows in which
-// servers ran in worktree while it was in no repository, each with its
-// End (0: the session did not say it ended, as when it was killed).
-func gitlessWindows(dir, worktree string) ([]gitlessEvent, error) {
+// servers ran, in a worktree that was in no repository, where top lies
+// (top is at or within that worktree), each with its End (0: the session
+// did not say it ended, as when it was killed).
+func gitlessWindows(dir, top string) ([]gitlessEvent, error) {
 	f, err := os.Open(filepath.Join(dir, gitlessLog))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -88,59 +92,87 @@ func gitlessWindows(dir, worktree string) ([]gitlessEvent, error) {
 	if fi, err := f.Stat(); err != nil || fi.Size() > maxGitlessLog {
 		return nil, fmt.Errorf("the record %s cannot be read whole (%v; at most %d bytes)", f.Name(), err, maxGitlessLog)
 	}
-	ends := map[int64]int64{}
-	var starts []int64
+	type key struct {
+		worktree string
+		start    int64
+	}
+	ends := map[key]int64{}
+	var starts []key
 	sc := bufio.NewScanner(io.LimitReader(f, maxGitlessLog))
 	sc.Buffer(make([]byte, 0, 4096), 1<<16)
 	for sc.Scan() {
 		var ev gitlessEvent
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Worktree != worktree {
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || !under(top, ev.Worktree) {
 			continue // a line cut by a crash, or another worktree's
 		}
+		k := key{ev.Worktree, ev.Start}
 		if ev.End == 0 {
-			starts = append(starts, ev.Start)
+			starts = append(starts, k)
 		} else {
-			ends[ev.Start] = ev.End
+			ends[k] = ev.End
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", f.Name(), err)
 	}
 	out := make([]gitlessEvent, len(starts))
-	for i, s := range starts {
-		out[i] = gitlessEvent{Worktree: worktree, Start: s, End: ends[s]}
+	for i, k := range starts {
+		out[i] = gitlessEvent{Worktree: k.worktree, Start: k.start, End: ends[k], record: f.Name()}
 	}
 	return out, nil
 }
 
-// madeWhileGitless returns why the repository whose git directory is
-// gitDir, at or within worktree, vouches for nothing: it was made while
-// servers ran in the worktree with no repository, or when it was made
-// cannot be told while they did. "" when it vouches.
-func madeWhileGitless(dir, worktree, gitDir string) (string, error) {
-	windows, err := gitlessWindows(dir, worktree)
-	if err != nil {
-		return "", err
+// gitlessDirs are where the record of a repository whose top is top may
+// be: the session's state directory, and the default state directory of
+// top and of every directory above it (a worktree opened earlier that
+// held top, whose sessions wrote their record there).
+func gitlessDirs(stateDir, top string) []string {
+	dirs := []string{stateDir}
+	for d := top; ; d = filepath.Dir(d) {
+		if sd, err := DefaultStateDir(d); err == nil && !slices.Contains(dirs, sd) {
+			dirs = append(dirs, sd)
+		}
+		if d == filepath.Dir(d) {
+			return dirs
+		}
+	}
+}
+
+// madeWhileGitless returns why the repository at top, whose git directory
+// is gitDir, vouches for nothing: its ".git" (the directory, or the file
+// that names gitDir) or gitDir was made while servers ran in a worktree
+// with no repository that holds top, or when it was made cannot be told
+// while they did. "" when it vouches.
+func madeWhileGitless(stateDir, top, gitDir string) (string, error) {
+	var windows []gitlessEvent
+	for _, dir := range gitlessDirs(stateDir, top) {
+		w, err := gitlessWindows(dir, top)
+		if err != nil {
+			return "", err
+		}
+		windows = append(windows, w...)
 	}
 	if len(windows) == 0 {
 		return "", nil
 	}
-	born, ok := birthTime(gitDir)
-	if !ok {
-		return fmt.Sprintf("servers ran in the worktree while it was in no repository (from %s), and when its git directory %s was made cannot be told here, so a server could have made it", stamp(windows[0].Start), gitDir), nil
-	}
-	for _, w := range windows {
-		// A file system stamps files with the kernel's coarse clock, up
-		// to a tick (1 to 10 ms) behind the time the window was read
-		// from: the window is widened by gitlessSlack each way, so that
-		// a git directory made in it never stamps as before or after it.
-		b := born.UnixNano()
-		if b >= w.Start-int64(gitlessSlack) && (w.End == 0 || b <= w.End+int64(gitlessSlack)) {
-			until := "a session that did not say it ended"
-			if w.End != 0 {
-				until = stamp(w.End)
+	for _, p := range []string{filepath.Join(top, ".git"), gitDir} {
+		born, ok := birthTime(p)
+		if !ok {
+			return fmt.Sprintf("servers ran in %s while it was in no repository (from %s, recorded in %s), and when %s was made cannot be told here, so a server could have made it", windows[0].Worktree, stamp(windows[0].Start), windows[0].record, p), nil
+		}
+		for _, w := range windows {
+			// A file system stamps files with the kernel's coarse clock,
+			// up to a tick (1 to 10 ms) behind the time the window was
+			// read from: the window is widened by gitlessSlack each way,
+			// so that what is made in it never stamps as before or after.
+			b := born.UnixNano()
+			if b >= w.Start-int64(gitlessSlack) && (w.End == 0 || b <= w.End+int64(gitlessSlack)) {
+				until := "a session that did not say it ended"
+				if w.End != 0 {
+					until = stamp(w.End)
+				}
+				return fmt.Sprintf("%s was made at %s, while servers ran in %s with no repository (from %s to %s, recorded in %s), so a server could have made it", p, stamp(b), w.Worktree, stamp(w.Start), until, w.record), nil
 			}
-			return fmt.Sprintf("its git directory %s was made at %s, while servers ran in the worktree with no repository (from %s to %s), so a server could have made it", gitDir, stamp(born.UnixNano()), stamp(w.Start), until), nil
 		}
 	}
 	return "", nil

@@ -199,16 +199,14 @@ func committedBlob(ctx context.Context, worktree string, roots []string, path, s
 			}
 		}
 	}
-	if under(top, worktree) {
-		// Made at or within the worktree: by a person, or by a server
-		// while the worktree was in no repository (gitless.go)?
-		why, err := madeWhileGitless(stateDir, worktree, gitDir)
-		if err != nil {
-			why = fmt.Sprintf("whether a server made it cannot be told (%v)", err)
-		}
-		if why != "" {
-			return nil, fmt.Errorf("the worktree's repository %s vouches for nothing: %s (accept the lock; if you made that repository, remove %s)", top, why, filepath.Join(stateDir, gitlessLog))
-		}
+	// Made by a person, or by a server while a worktree that holds it was
+	// in no repository (gitless.go)?
+	why, err := madeWhileGitless(stateDir, top, gitDir)
+	if err != nil {
+		why = fmt.Sprintf("whether a server made it cannot be told (%v)", err)
+	}
+	if why != "" {
+		return nil, fmt.Errorf("the worktree's repository %s vouches for nothing: %s (accept the lock; if you made that repository, remove that record)", top, why)
 	}
 	canon := path
 	if d, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {

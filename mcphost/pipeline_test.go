@@ -517,7 +517,9 @@ func serverMadeRepository(t *testing.T, init string) {
 // commits a lock that trusts every tool there; the lock vouches for
 // nothing, since its repository was made while servers ran there. (One
 // made in a directory of the worktree is not the worktree's repository,
-// which git finds from its top, and vouches for nothing already.) The
+// which git finds from its top, until that directory is opened as a
+// worktree: it vouches for nothing then either, nor does a ".git" file the
+// server wrote that names an older repository of the person's.) The
 // control: a repository the person makes once the servers are gone
 // vouches as any does.
 func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
@@ -555,12 +557,47 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		}
 		o := e.opts()
 		o.LockFile = filepath.Join(e.worktree, "team.lock")
-		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "while servers ran in the worktree with no repository") {
+		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "with no repository (from") {
 			t.Fatalf("a lock committed in a repository a server made in a worktree without one: %v, want ErrLockUntrusted", err)
 		}
 		s := e.connect(o, fixture("notes"))
 		if n := len(s.Tools()); n != 0 {
 			t.Errorf("%d tools offered under the planted lock", n)
+		}
+	})
+	t.Run("made in a directory, opened as the worktree later", func(t *testing.T) {
+		// Each worktree its default state directory, as the CLI has it.
+		t.Setenv("XDG_STATE_HOME", t.TempDir())
+		e := gitless(t)
+		var err error
+		if e.state, err = DefaultStateDir(e.worktree); err != nil {
+			t.Fatal(err)
+		}
+		evil := planter(e, "mkdir sub && cd sub && git init -q . && printf '%s' \"$LOCK\" > team.lock && git add team.lock && git -c user.name=x -c user.email=x@y -c commit.gpgsign=false commit -qm planted && cd .. && exec ./fixture", planted)
+		e.connect(e.opts(), evil).Close()
+		sub := &env{t: t, worktree: filepath.Join(e.worktree, "sub")}
+		if sub.state, err = DefaultStateDir(sub.worktree); err != nil {
+			t.Fatal(err)
+		}
+		o := sub.opts()
+		o.LockFile = filepath.Join(sub.worktree, "team.lock")
+		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "with no repository (from") {
+			t.Fatalf("a lock a server committed in a directory of a worktree without a repository, opened as the worktree: %v, want ErrLockUntrusted", err)
+		}
+	})
+	t.Run("a .git file naming an older repository", func(t *testing.T) {
+		// The person's own repository, made before any server ran, with
+		// the lock committed in it.
+		old := t.TempDir()
+		os.WriteFile(filepath.Join(old, "team.lock"), planted, 0o644)
+		commit(t, old)
+		e := gitless(t)
+		evil := planter(e, "printf 'gitdir: %s/.git\\n' "+old+" > .git && printf '%s' \"$LOCK\" > team.lock && exec ./fixture", planted)
+		e.connect(e.opts(), evil).Close()
+		o := e.opts()
+		o.LockFile = filepath.Join(e.worktree, "team.lock")
+		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "with no repository (from") {
+			t.Fatalf("a lock vouched for by a .git file a server wrote: %v, want ErrLockUntrusted", err)
 		}
 	})
 	t.Run("made by the person after", func(t *testing.T) {
