@@ -324,8 +324,16 @@ func (srv *server) networkHints() []string {
 		if len(dests) == 0 {
 			return []string{fmt.Sprintf("%sthe server tried to reach a host, but its network is off; if it needs one, grant it by name in [mcp.%s]: network = [\"api.example.com\"] (or network = true, the host's whole network)", label, cfg.Name)}
 		}
-		return []string{fmt.Sprintf("%sthe server tried to reach %s, but its network is off; if it needs %s, grant %s in [mcp.%s]: network = [%s] (or network = true, the host's whole network)",
-			label, joinDests(dests, netDest.String), pick(len(dests) == 1, "it", "them"), pick(len(dests) == 1, "it", "them"), cfg.Name, joinDests(dests, quotedGrant))}
+		public, local := splitLocal(dests)
+		var hints []string
+		if len(public) > 0 {
+			hints = append(hints, fmt.Sprintf("%sthe server tried to reach %s, but its network is off; if it needs %s, grant %s in [mcp.%s]: network = [%s]",
+				label, joinDests(public, netDest.String), pick(len(public) == 1, "it", "them"), pick(len(public) == 1, "it", "them"), cfg.Name, joinDests(public, quotedGrant)))
+		}
+		if len(local) > 0 {
+			hints = append(hints, label+localAdvice(local, "but its network is off"))
+		}
+		return hints
 	}
 	var grants []egress.Grant
 	for _, e := range cfg.NetworkGrant {
@@ -349,9 +357,14 @@ func (srv *server) networkHints() []string {
 		}
 	}
 	var hints []string
-	if len(missing) > 0 {
+	if public, local := splitLocal(missing); len(public) > 0 {
 		hints = append(hints, fmt.Sprintf("%sthe server could not reach %s, which its network grant does not cover; if it needs %s, add %s to network in [mcp.%s]",
-			label, joinDests(missing, netDest.String), pick(len(missing) == 1, "it", "them"), joinDests(missing, quotedGrant), cfg.Name))
+			label, joinDests(public, netDest.String), pick(len(public) == 1, "it", "them"), joinDests(public, quotedGrant), cfg.Name))
+		if len(local) > 0 {
+			hints = append(hints, label+localAdvice(local, "which its network grant does not cover"))
+		}
+	} else if len(local) > 0 {
+		hints = append(hints, label+localAdvice(local, "which its network grant does not cover"))
 	}
 	if len(standIns) > 0 {
 		hints = append(hints, fmt.Sprintf("the server connected to %s, an address mcphost's resolver gave it for a granted name, on a port that name's grant does not cover; if it needs that port, add the name with the port (\"NAME:PORT\") to network in [mcp.%s]",
@@ -365,22 +378,38 @@ func (srv *server) networkHints() []string {
 
 // grantedFailure says why a server with a network list can fail to reach
 // what its grant covers (covered, maybe none named) while mcphost refused
-// nothing for it. Where the proxy also serves clients that ignore the proxy
-// variables (a sandbox.DirectProxy: names resolve through mcphost and
-// granted ports are answered in the server's namespace), such a client is
-// no longer the cause, and what is left is a port or address the grant
-// does not cover, or the destination itself; otherwise such a client finds
-// no network at all, and is the likely cause.
+// nothing for it: a client that ignores the proxy variables reaches
+// granted destinations too (sandbox.DirectProxy), so what is left is a
+// port or address the grant does not cover, or the destination itself.
 func (srv *server) grantedFailure(covered []netDest) string {
 	what := "a host"
 	if len(covered) > 0 {
 		what = joinDests(covered, netDest.String) + ", which its network grant covers"
 	}
-	p, _ := srv.networkProxy()
-	if _, direct := any(p).(sandbox.DirectProxy); direct {
-		return fmt.Sprintf("the server failed to reach %s, and mcphost refused nothing for it, so its grant did not stop it: a client that ignores the proxy variables reaches granted destinations here too, so it may have connected to a port or address its grant does not cover (a granted name covers ports 443 and 80 unless it names one), which fails inside its namespace without a refusal, or the destination failed on the host's side", what)
+	return fmt.Sprintf("the server failed to reach %s, and mcphost refused nothing for it, so its grant did not stop it: a client that ignores the proxy variables reaches granted destinations here too, so it may have connected to a port or address its grant does not cover (a granted name covers ports 443 and 80 unless it names one), which fails inside its namespace without a refusal, or the destination failed on the host's side", what)
+}
+
+// splitLocal splits dests, which the server's own error output names (its
+// text: a server can name anything there), into names and public
+// addresses, whose grant a hint may suggest, and the host's own and local
+// network addresses (localhost included), whose grant it does not: a
+// server could name the Docker API's port to have a person open it.
+func splitLocal(dests []netDest) (public, local []netDest) {
+	for _, d := range dests {
+		if d.host == "localhost" || d.addr.IsValid() && (!d.addr.IsGlobalUnicast() || d.addr.IsPrivate()) {
+			local = append(local, d)
+		} else {
+			public = append(public, d)
+		}
 	}
-	return fmt.Sprintf("the server failed to reach %s, and mcphost's proxy refused nothing for it: its client probably ignores the proxy variables (HTTPS_PROXY and the others), and such a client finds no network in its namespace, only the proxy (Node's fetch before 22.21, Java, database drivers; see \"Network grants\" in mcphost's README); or the destination failed on the host's side", what)
+	return public, local
+}
+
+// localAdvice is the hint for local, addresses on this host or its local
+// network that the server's error output names; why says how they failed.
+func localAdvice(local []netDest, why string) string {
+	return fmt.Sprintf("the server tried to reach %s, %s: %s on this host or its local network, so grant %s only if you know the server must reach that service (its error output is its own text)",
+		joinDests(local, netDest.String), why, pick(len(local) == 1, "that is", "those are"), pick(len(local) == 1, "it", "them"))
 }
 
 func quotedGrant(d netDest) string { return strconv.Quote(d.grant()) }
