@@ -15,13 +15,14 @@ import (
 
 // A worktree in no git repository has no .git for the sandbox to keep
 // read-only, so a server can make one (git init, at the top or in any
-// directory of the worktree) and commit a lock there, which would then
-// vouch for itself. So each session that starts servers in such a
-// worktree writes, to the person's state directory (which no server can
-// reach), when it began and when it ended; a repository at or within the
-// worktree whose git directory was made within one of those windows (or
-// whose making time cannot be told while such windows exist) vouches for
-// nothing. A repository made before or between them vouches as any does.
+// directory of the worktree, or a .git file naming a repository elsewhere)
+// and commit a lock there, which would then vouch for itself. So each
+// session that starts servers in such a worktree (or with a write grant on
+// such a directory) writes, to the person's state directory (which no
+// server can reach), when it began and when it ended; a repository at or
+// within a directory so recorded vouches for nothing, until the person,
+// who made it, removes the record. When a repository was made cannot be
+// told: renaming an older directory to .git keeps its birth time.
 
 // gitlessLog is the record's file in the state directory: one JSON object
 // a line, appended (O_APPEND, so that sessions running at once do not lose
@@ -47,10 +48,11 @@ type gitlessEvent struct {
 
 // inNoRepository reports whether no directory from worktree up holds a
 // ".git" entry (a directory, or the file of a linked worktree or
-// submodule): git would find no repository for it.
+// submodule): git would find no repository for it. One that cannot be
+// looked at (no permission) counts as none: recording is the safe side.
 func inNoRepository(worktree string) bool {
 	for d := worktree; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 			return false
 		}
 		if d == filepath.Dir(d) {
@@ -105,10 +107,13 @@ func gitlessWindows(dir, top string) ([]gitlessEvent, error) {
 		if json.Unmarshal(sc.Bytes(), &ev) != nil || !under(top, ev.Worktree) {
 			continue // a line cut by a crash, or another worktree's
 		}
+		// A window is known from either of its lines: one may be torn.
 		k := key{ev.Worktree, ev.Start}
-		if ev.End == 0 {
+		if _, seen := ends[k]; !seen {
 			starts = append(starts, k)
-		} else {
+			ends[k] = 0
+		}
+		if ev.End != 0 {
 			ends[k] = ev.End
 		}
 	}
@@ -138,48 +143,43 @@ func gitlessDirs(stateDir, top string) []string {
 	}
 }
 
-// madeWhileGitless returns why the repository at top, whose git directory
-// is gitDir, vouches for nothing: its ".git" (the directory, or the file
-// that names gitDir) or gitDir was made while servers ran in a worktree
-// with no repository that holds top, or when it was made cannot be told
-// while they did. "" when it vouches.
-func madeWhileGitless(stateDir, top, gitDir string) (string, error) {
-	var windows []gitlessEvent
+// madeWhileGitless returns why the repository at top vouches for nothing:
+// servers ran in a directory that holds it while that directory was in no
+// repository, so one of them could have made it. "" when it vouches.
+func madeWhileGitless(stateDir, top string) (string, error) {
 	for _, dir := range gitlessDirs(stateDir, top) {
-		w, err := gitlessWindows(dir, top)
+		windows, err := gitlessWindows(dir, top)
 		if err != nil {
 			return "", err
 		}
-		windows = append(windows, w...)
-	}
-	if len(windows) == 0 {
-		return "", nil
-	}
-	for _, p := range []string{filepath.Join(top, ".git"), gitDir} {
-		born, ok := birthTime(p)
-		if !ok {
-			return fmt.Sprintf("servers ran in %s while it was in no repository (from %s, recorded in %s), and when %s was made cannot be told here, so a server could have made it", windows[0].Worktree, stamp(windows[0].Start), windows[0].record, p), nil
-		}
-		for _, w := range windows {
-			// A file system stamps files with the kernel's coarse clock,
-			// up to a tick (1 to 10 ms) behind the time the window was
-			// read from: the window is widened by gitlessSlack each way,
-			// so that what is made in it never stamps as before or after.
-			b := born.UnixNano()
-			if b >= w.Start-int64(gitlessSlack) && (w.End == 0 || b <= w.End+int64(gitlessSlack)) {
-				until := "a session that did not say it ended"
-				if w.End != 0 {
-					until = stamp(w.End)
-				}
-				return fmt.Sprintf("%s was made at %s, while servers ran in %s with no repository (from %s to %s, recorded in %s), so a server could have made it", p, stamp(b), w.Worktree, stamp(w.Start), until, w.record), nil
-			}
+		if len(windows) > 0 {
+			w := windows[0]
+			return fmt.Sprintf("servers ran in %s while it was in no repository (from %s, %d sessions in all, recorded in %s), so one of them could have made this one", w.Worktree, stamp(w.Start), len(windows), w.record), nil
 		}
 	}
 	return "", nil
 }
 
-// gitlessSlack widens each window: five ticks of the slowest kernel clock
-// (HZ 100).
-const gitlessSlack = 50 * time.Millisecond
-
 func stamp(ns int64) string { return time.Unix(0, ns).Format(time.RFC3339) }
+
+// gitlessCandidates are the roots servers can write: the worktree and
+// every server's write grants, resolved (a grant that cannot be expanded
+// fails its server's start, and grants nothing).
+func (s *Session) gitlessCandidates() []string {
+	roots := []string{s.worktree}
+	for _, name := range s.order {
+		w, err := s.expand(name, "write", s.servers[name].cfg.Write)
+		if err != nil {
+			continue
+		}
+		for _, p := range w {
+			if c, err := filepath.EvalSymlinks(p); err == nil {
+				p = c
+			}
+			if !slices.Contains(roots, p) {
+				roots = append(roots, p)
+			}
+		}
+	}
+	return roots
+}

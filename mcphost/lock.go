@@ -201,7 +201,7 @@ func committedBlob(ctx context.Context, worktree string, roots []string, path, s
 	}
 	// Made by a person, or by a server while a worktree that holds it was
 	// in no repository (gitless.go)?
-	why, err := madeWhileGitless(stateDir, top, gitDir)
+	why, err := madeWhileGitless(stateDir, top)
 	if err != nil {
 		why = fmt.Sprintf("whether a server made it cannot be told (%v)", err)
 	}

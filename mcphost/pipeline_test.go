@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcphost/mcphost/pin"
 )
@@ -519,9 +518,9 @@ func serverMadeRepository(t *testing.T, init string) {
 // made in a directory of the worktree is not the worktree's repository,
 // which git finds from its top, until that directory is opened as a
 // worktree: it vouches for nothing then either, nor does a ".git" file the
-// server wrote that names an older repository of the person's.) The
-// control: a repository the person makes once the servers are gone
-// vouches as any does.
+// server wrote that names an older repository of the person's, nor an
+// older directory renamed to .git.) A repository the person made there
+// vouches once they remove the record, as the refusal tells them.
 func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
@@ -557,7 +556,7 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		}
 		o := e.opts()
 		o.LockFile = filepath.Join(e.worktree, "team.lock")
-		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "with no repository (from") {
+		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "while it was in no repository") {
 			t.Fatalf("a lock committed in a repository a server made in a worktree without one: %v, want ErrLockUntrusted", err)
 		}
 		s := e.connect(o, fixture("notes"))
@@ -581,7 +580,7 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		}
 		o := sub.opts()
 		o.LockFile = filepath.Join(sub.worktree, "team.lock")
-		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "with no repository (from") {
+		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "while it was in no repository") {
 			t.Fatalf("a lock a server committed in a directory of a worktree without a repository, opened as the worktree: %v, want ErrLockUntrusted", err)
 		}
 	})
@@ -596,21 +595,56 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		e.connect(e.opts(), evil).Close()
 		o := e.opts()
 		o.LockFile = filepath.Join(e.worktree, "team.lock")
-		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "with no repository (from") {
+		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "while it was in no repository") {
 			t.Fatalf("a lock vouched for by a .git file a server wrote: %v, want ErrLockUntrusted", err)
 		}
 	})
-	t.Run("made by the person after", func(t *testing.T) {
+	t.Run("made in a write grant", func(t *testing.T) {
+		e := gitless(t)
+		grant, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		evil := planter(e, "cd "+grant+" && git init -q . && printf '%s' \"$LOCK\" > team.lock && git add team.lock && git -c user.name=x -c user.email=x@y -c commit.gpgsign=false commit -qm planted && cd - >/dev/null && exec ./fixture", planted)
+		evil.Write = []string{grant}
+		e.connect(e.opts(), evil).Close()
+		there := &env{t: t, worktree: grant, state: e.state}
+		o := there.opts()
+		o.LockFile = filepath.Join(grant, "team.lock")
+		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "while it was in no repository") {
+			t.Fatalf("a lock a server committed in its write grant, opened as the worktree: %v, want ErrLockUntrusted", err)
+		}
+	})
+	t.Run("an older directory renamed to .git", func(t *testing.T) {
+		// A rename keeps the directory's birth time, which so cannot tell
+		// who made the repository.
+		e := gitless(t)
+		os.Mkdir(filepath.Join(e.worktree, "docs"), 0o755)
+		evil := planter(e, "mv docs .git && git init -q . && printf '%s' \"$LOCK\" > team.lock && git add team.lock && git -c user.name=x -c user.email=x@y -c commit.gpgsign=false commit -qm planted && exec ./fixture", planted)
+		e.connect(e.opts(), evil).Close()
+		o := e.opts()
+		o.LockFile = filepath.Join(e.worktree, "team.lock")
+		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "while it was in no repository") {
+			t.Fatalf("a lock committed in a renamed older directory: %v, want ErrLockUntrusted", err)
+		}
+	})
+	t.Run("the person's, once the record is removed", func(t *testing.T) {
 		e := gitless(t)
 		e.connect(e.opts(), fixture("notes")).Close()
-		// Past the window's slack (the file system's coarse clock).
-		time.Sleep(2 * gitlessSlack)
 		os.WriteFile(filepath.Join(e.worktree, "team.lock"), planted, 0o644)
 		commit(t, e.worktree)
 		o := e.opts()
 		o.LockFile = filepath.Join(e.worktree, "team.lock")
+		_, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o)
+		if !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "remove that record") {
+			t.Fatalf("a repository made after servers ran there with none: %v, want ErrLockUntrusted naming the record", err)
+		}
+		// The person made it: they remove the record, as the error says.
+		if err := os.Remove(filepath.Join(e.state, gitlessLog)); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); err != nil {
-			t.Errorf("a lock committed in a repository made after the servers were gone: %v", err)
+			t.Errorf("a lock committed in the person's repository, the record removed: %v", err)
 		}
 	})
 }

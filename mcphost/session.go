@@ -40,8 +40,9 @@ type Session struct {
 	// programWritable are the paths programIdentity took as writable at
 	// Connect (lock mode), for Restart's check of the program.
 	programWritable []string
-	// gitlessStart, when not 0, is when this session began running servers
-	// in a worktree in no repository, as recorded (recordGitless).
+	// gitless are the writable roots in no repository where this session
+	// runs servers from gitlessStart on, as recorded (recordGitless).
+	gitless      []string
 	gitlessStart int64
 	// config is the resolved path of the config the servers' tables come
 	// from ("" if unknown), and configWritable the path a server could
@@ -229,17 +230,21 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	}
 	s.protect = s.protectPaths()
 
-	// A worktree in no repository: say, where no server can reach, that
-	// servers ran in it from now (see gitless.go).
-	if inNoRepository(wt) {
-		start := time.Now().UnixNano()
-		if err := recordGitless(s.opts.StateDir, gitlessEvent{Worktree: wt, Start: start}); err != nil {
-			// Without the record, a repository a server makes here could
-			// later vouch for a lock committed in it: no server starts.
-			return nil, fmt.Errorf("mcphost: the worktree %s is in no git repository, and recording in %s that servers run in it failed (%w), so that a repository one of them made there could later vouch for a lock; make that directory writable, or work in a repository", wt, s.opts.StateDir, err)
+	// The writable roots in no repository (the worktree, write grants):
+	// say, where no server can reach, that servers ran there from now (see
+	// gitless.go). Without the record, a repository a server makes there
+	// could later vouch for a lock committed in it: no server starts.
+	start := time.Now().UnixNano()
+	for _, root := range s.gitlessCandidates() {
+		if !inNoRepository(root) {
+			continue
 		}
-		s.gitlessStart = start
+		if err := recordGitless(s.opts.StateDir, gitlessEvent{Worktree: root, Start: start}); err != nil {
+			return nil, fmt.Errorf("mcphost: %s, which servers can write, is in no git repository, and recording in %s that servers run there failed (%w), so that a repository one of them made there could later vouch for a lock; make that directory writable, or work in a repository", root, s.opts.StateDir, err)
+		}
+		s.gitless = append(s.gitless, root)
 	}
+	s.gitlessStart = start
 
 	// Read the reviews while the servers start, unless a table must be
 	// found reviewed before its server may start.
@@ -434,11 +439,11 @@ func (s *Session) Close() error {
 	}
 	wg.Wait()
 	s.bg.Wait()
-	if s.gitlessStart != 0 {
-		// Its servers are gone: what is made in the worktree from now is
-		// not theirs.
-		if err := recordGitless(s.opts.StateDir, gitlessEvent{Worktree: s.worktree, Start: s.gitlessStart, End: time.Now().UnixNano()}); err != nil {
-			errs = append(errs, fmt.Errorf("mcphost: recording the end of the servers' run in %s, which is in no repository: %w", s.worktree, err))
+	// Its servers are gone: what is made there from now is not theirs.
+	end := time.Now().UnixNano()
+	for _, root := range s.gitless {
+		if err := recordGitless(s.opts.StateDir, gitlessEvent{Worktree: root, Start: s.gitlessStart, End: end}); err != nil {
+			errs = append(errs, fmt.Errorf("mcphost: recording the end of the servers' run in %s, which is in no repository: %w", root, err))
 		}
 	}
 	return errors.Join(errs...)
