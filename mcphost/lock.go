@@ -197,6 +197,12 @@ func committedBlob(ctx context.Context, worktree string, roots []string, path, s
 			if under(gitDir, r) {
 				return nil, fmt.Errorf("the worktree's repository %s keeps its git directory at %s, where servers can write, and not in its own .git directory; a server could have made it, so it vouches for nothing (accept the lock)", top, gitDir)
 			}
+			if under(top, r) && !linkedWorktree(gitDir, own) && !submoduleOf(ctx, gitDir, top) {
+				// A .git file where servers can write, naming a git
+				// directory elsewhere: a server could have written it, to
+				// borrow another repository's commits.
+				return nil, fmt.Errorf("the worktree's repository %s is a .git file that names the git directory %s, and lies where servers can write, and that git directory does not name it back (as a linked worktree's or a submodule's does); a server could have written it, so it vouches for nothing (accept the lock)", top, gitDir)
+			}
 		}
 	}
 	// Made by a person, or by a server while a worktree that holds it was
@@ -217,6 +223,43 @@ func committedBlob(ctx context.Context, worktree string, roots []string, path, s
 		return nil, fmt.Errorf("it lies outside the worktree's repository %s", top)
 	}
 	return runGit(ctx, top, 256<<20, "--git-dir="+gitDir, "--work-tree="+top, "cat-file", "blob", "HEAD:"+filepath.ToSlash(rel))
+}
+
+// linkedWorktree reports whether gitDir, which the .git file dotGit names,
+// is the administrative directory git made for a linked worktree there
+// (git worktree add): its "gitdir" file names dotGit back. A server, which
+// cannot write that git directory, cannot make one name its .git file.
+func linkedWorktree(gitDir, dotGit string) bool {
+	b, err := os.ReadFile(filepath.Join(gitDir, "gitdir"))
+	if err != nil || len(b) > 4096 {
+		return false
+	}
+	named := strings.TrimSpace(string(b))
+	if c, err := filepath.EvalSymlinks(named); err == nil {
+		named = c
+	}
+	if c, err := filepath.EvalSymlinks(dotGit); err == nil {
+		dotGit = c
+	}
+	return named == dotGit
+}
+
+// submoduleOf reports whether gitDir is a submodule's git directory whose
+// core.worktree (which its parent repository's git set, and a server
+// cannot write) is top.
+func submoduleOf(ctx context.Context, gitDir, top string) bool {
+	out, err := runGit(ctx, gitDir, 4096, "config", "--file", filepath.Join(gitDir, "config"), "core.worktree")
+	if err != nil {
+		return false
+	}
+	wt := strings.TrimSpace(string(out))
+	if !filepath.IsAbs(wt) {
+		wt = filepath.Join(gitDir, wt)
+	}
+	if c, err := filepath.EvalSymlinks(wt); err == nil {
+		wt = c
+	}
+	return wt == top
 }
 
 // nestedIn returns the top of the repository that holds top, the top of

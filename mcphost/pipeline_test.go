@@ -595,7 +595,9 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		e.connect(e.opts(), evil).Close()
 		o := e.opts()
 		o.LockFile = filepath.Join(e.worktree, "team.lock")
-		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "while it was in no repository") {
+		// Refused twice over: the record, and a .git file not named back
+		// (TestDotGitFileVouches).
+		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "does not name it back") {
 			t.Fatalf("a lock vouched for by a .git file a server wrote: %v, want ErrLockUntrusted", err)
 		}
 	})
@@ -672,5 +674,66 @@ func TestGitlessRecordFails(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "is in no git repository, and recording") {
 		t.Errorf("Connect: %v", err)
+	}
+}
+
+// TestDotGitFileVouches: in a worktree inside a repository (so with no
+// .git of its own for the sandbox to protect), a .git file a real
+// confined server wrote, naming another repository of the person's whose
+// commit holds the same lock, vouches for nothing; a linked worktree that
+// git made (whose git directory names it back) and a submodule (whose
+// core.worktree is it) vouch.
+func TestDotGitFileVouches(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	gitc := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=a", "-c", "user.email=a@b", "-c", "commit.gpgsign=false", "-c", "protocol.file.allow=always"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	repo := t.TempDir()
+	gitc(repo, "init", "-q")
+	os.WriteFile(filepath.Join(repo, "README"), []byte("x"), 0o644)
+	gitc(repo, "add", "README")
+	gitc(repo, "commit", "-qm", "init")
+	wt := filepath.Join(repo, "sub")
+	os.Mkdir(wt, 0o755)
+	e := &env{t: t, worktree: wt, state: t.TempDir()}
+	planted := trustingLock(e)
+	// The person's other repository, with the lock committed in it.
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "team.lock"), planted, 0o644)
+	gitc(other, "init", "-q")
+	gitc(other, "add", "team.lock")
+	gitc(other, "commit", "-qm", "lock")
+
+	evil := planter(e, "printf 'gitdir: %s/.git\\n' "+other+" > .git && printf '%s' \"$LOCK\" > team.lock && exec ./fixture", planted)
+	e.connect(e.opts(), evil).Close()
+	o := e.opts()
+	o.LockFile = filepath.Join(wt, "team.lock")
+	if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "does not name it back") {
+		t.Fatalf("a lock vouched for by a .git file a server wrote: %v, want ErrLockUntrusted", err)
+	}
+
+	// The controls: a linked worktree of other, and other as a submodule.
+	linked := filepath.Join(t.TempDir(), "linked")
+	gitc(other, "worktree", "add", "-q", linked)
+	l := &env{t: t, worktree: linked, state: t.TempDir()}
+	o = l.opts()
+	o.LockFile = filepath.Join(linked, "team.lock")
+	if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); err != nil {
+		t.Errorf("a lock committed in a linked worktree's repository: %v", err)
+	}
+	gitc(repo, "submodule", "add", "-q", other, "mod")
+	mod := filepath.Join(repo, "mod")
+	m := &env{t: t, worktree: mod, state: t.TempDir()}
+	o = m.opts()
+	o.LockFile = filepath.Join(mod, "team.lock")
+	if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); err != nil {
+		t.Errorf("a lock committed in a submodule: %v", err)
 	}
 }
