@@ -264,12 +264,8 @@ func (srv *server) refusedNotice(r egress.Refusal) {
 	case r.Host == "":
 		n = fmt.Sprintf("server %s: %s", name, printable(r.Reason, 400))
 	case r.Port == 0:
-		host := printable(r.Host, 260)
-		if r.Reason == "" || strings.Contains(r.Reason, "not in the server's network grant") {
-			n = fmt.Sprintf("server %s looked up %s, which is not in its network grant, so the name did not resolve", name, host)
-		} else {
-			n = fmt.Sprintf("server %s looked up %s, which did not resolve: %s", name, host, printable(r.Reason, 400))
-		}
+		// A name the stub resolver refused: Port 0 says so (egress.Refusal).
+		n = fmt.Sprintf("server %s looked up %s, which is not in its network grant, so the name did not resolve", name, printable(r.Host, 260))
 	default:
 		dest := net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port)))
 		n = fmt.Sprintf("server %s tried to reach %s, which was refused: %s", name, printable(dest, 260), printable(r.Reason, 400))

@@ -1188,7 +1188,7 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 			// counted in the server's cgroups. Give up the start.
 			cmd.Process.Kill()
 			cmd.Wait()
-			err = berr
+			err = fmt.Errorf("%w: leaving them after the helper's start: %w", errThreadStuck, berr)
 		}
 	}
 	p.traceExeced = monoNow()

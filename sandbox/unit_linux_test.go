@@ -773,7 +773,7 @@ func TestSeccompSockets(t *testing.T) {
 	stream, dgram := uint32(unix.SOCK_STREAM|unix.SOCK_CLOEXEC), uint32(unix.SOCK_DGRAM|unix.SOCK_NONBLOCK)
 	socks := []sock{
 		{unix.AF_UNIX, stream, 0}, {unix.AF_INET, stream, 0}, {unix.AF_INET6, stream, unix.IPPROTO_TCP},
-		{unix.AF_INET, stream, unix.IPPROTO_MPTCP}, {unix.AF_INET, dgram, 0}, {unix.AF_INET6, dgram, unix.IPPROTO_UDP},
+		{unix.AF_INET, stream, unix.IPPROTO_MPTCP}, {unix.AF_INET, stream, unix.IPPROTO_UDP}, {unix.AF_INET, dgram, 0}, {unix.AF_INET6, dgram, unix.IPPROTO_UDP},
 		{unix.AF_INET, dgram, unix.IPPROTO_ICMP}, {unix.AF_INET6, dgram, unix.IPPROTO_ICMPV6}, {unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_UDP},
 		{unix.AF_PACKET, unix.SOCK_RAW, 0}, {unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE}, {unix.AF_INET, unix.SOCK_SEQPACKET, 0},
 	}
@@ -783,13 +783,13 @@ func TestSeccompSockets(t *testing.T) {
 		want []uint32 // per socks
 	}{
 		{"proxy", filterOptions{net: netProxy, pathUnix: true, ownNetNS: true},
-			[]uint32{allow, allow, allow, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse}},
+			[]uint32{allow, allow, allow, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse}},
 		{"proxy and names", filterOptions{net: netProxy, pathUnix: true, ownNetNS: true, udp: true},
-			[]uint32{allow, allow, allow, refuse, allow, allow, refuse, refuse, refuse, refuse, refuse, refuse}},
+			[]uint32{allow, allow, allow, refuse, refuse, allow, allow, refuse, refuse, refuse, refuse, refuse, refuse}},
 		{"none", filterOptions{net: netNone, pathUnix: true, ownNetNS: true},
-			[]uint32{allow, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse, allow, refuse}},
+			[]uint32{allow, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse, refuse, allow, refuse}},
 		{"host", filterOptions{net: netHost, pathUnix: true},
-			[]uint32{allow, allow, allow, allow, allow, allow, allow, allow, allow, allow, allow, allow}},
+			[]uint32{allow, allow, allow, allow, allow, allow, allow, allow, allow, allow, allow, allow, allow}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			prog := seccompProgram(tt.o)

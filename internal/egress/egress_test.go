@@ -506,8 +506,8 @@ func isGrantError(err error, text, reason string) bool {
 		err.Error() == fmt.Sprintf("%v: %q: %s", ErrBadGrant, ge.Text, ge.Reason)
 }
 
-// TestGrantAllows: Allows says what the proxy decides for a destination,
-// grant by grant.
+// TestGrantAllows: Allows, the rule the proxy's vet applies to each
+// grant, for each form of destination.
 func TestGrantAllows(t *testing.T) {
 	for _, tt := range []struct {
 		grant, host string

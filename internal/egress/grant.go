@@ -237,11 +237,8 @@ func (g Grant) matchName(host string, port uint16) bool {
 	return g.portOK(port) && g.matchNameAnyPort(host)
 }
 
-// matchNameAnyPort reports whether g grants the name host (lowercase, no
-// trailing dot) at some port: g is a name grant, not localhost's, that
-// names host or, as a wildcard, a domain above it.
-// Allows reports whether g lets a server reach host at port, by the rules
-// the proxy decides by: host is a name (lowercase, no trailing dot), which
+// Allows reports whether g lets a server reach host at port, by the rule the
+// proxy's vet applies to each grant: host is a name (lowercase, no trailing dot), which
 // a name or wildcard grant matches at its ports; "localhost", which only a
 // localhost grant of that port matches; or an address, which an address
 // grant of that address and port matches, and a localhost grant of that
@@ -261,6 +258,9 @@ func (g Grant) Allows(host string, port uint16) bool {
 	return g.matchName(host, port)
 }
 
+// matchNameAnyPort reports whether g grants the name host (lowercase, no
+// trailing dot) at some port: g is a name grant, not localhost's, that
+// names host or, as a wildcard, a domain above it.
 func (g Grant) matchNameAnyPort(host string) bool {
 	if !g.isName() {
 		return false

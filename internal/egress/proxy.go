@@ -749,7 +749,7 @@ func (p *Proxy) vet(ctx context.Context, host string, port uint16) ([]dest, erro
 			return p.vet(ctx, name, port)
 		}
 		for _, g := range p.cfg.Grants {
-			if a.Zone() == "" && g.matchAddr(a, port) {
+			if a.Zone() == "" && g.Allows(a.String(), port) {
 				return []dest{{addr: a, granted: true}}, nil
 			}
 		}
@@ -760,7 +760,7 @@ func (p *Proxy) vet(ctx context.Context, host string, port uint16) ([]dest, erro
 	}
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		for _, g := range p.cfg.Grants {
-			if h == "localhost" && g.Host == "localhost" && g.Port == port {
+			if h == "localhost" && g.Allows(h, port) {
 				return []dest{
 					{addr: netip.AddrFrom4([4]byte{127, 0, 0, 1}), granted: true},
 					{addr: netip.IPv6Loopback(), granted: true},
@@ -771,7 +771,7 @@ func (p *Proxy) vet(ctx context.Context, host string, port uint16) ([]dest, erro
 	}
 	granted := false
 	for _, g := range p.cfg.Grants {
-		if g.matchName(h, port) {
+		if g.Allows(h, port) {
 			granted = true
 			break
 		}
