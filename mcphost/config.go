@@ -114,7 +114,11 @@ type ServerConfig struct {
 	// Unconfined), DefaultLauncherStartupTimeout at each start, as its first
 	// start installs its package. Parse fills DefaultStartupTimeout for a
 	// table without the key, and such a launcher still gets the longer
-	// bound; a table that sets the key, to any value, gets that value.
+	// bound; a table that sets the key, to any value, gets that value. The
+	// table's Definition (what a person reviews) shows the 30 s default
+	// for such a launcher, not the longer bound; and the unset mark does
+	// not survive JSON: a ServerConfig decoded from JSON with 30s set
+	// keeps 30 s.
 	StartupTimeout time.Duration `json:"startup_timeout"`
 	// CallTimeout bounds one tools/call.
 	CallTimeout time.Duration `json:"call_timeout"`

@@ -109,7 +109,8 @@ func mustJSON(v any) json.RawMessage {
 // discovers their tools. One server's failure does not fail Connect: it is
 // in Notices and Servers. Connect fails only for a bad worktree or state
 // directory (one a server could reach: ErrStateReachable), an invalid
-// ServerConfig, or ctx ending. ctx bounds Connect
+// ServerConfig, a worktree or write grant in no git repository where it
+// cannot record that servers run (gitless.go), or ctx ending. ctx bounds Connect
 // itself, not the session's life; each server's start is also bounded by its
 // StartupTimeout. The caller must Close the session.
 func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Session, error) {
@@ -458,7 +459,9 @@ func (s *Session) isClosed() bool {
 // Restart stops a server (if it runs) and starts it again, with discovery
 // and judging as at Connect (its table too: one that needs review keeps it
 // from starting). A restarted server's changed tools are held like any
-// other change. OnToolsChanged is called afterwards.
+// other change. With a lock, it fails, saying so, when the server's
+// program is not the one identified at Connect: a new session compares it.
+// OnToolsChanged is called afterwards.
 func (s *Session) Restart(ctx context.Context, server string) error {
 	srv, ok := s.servers[server]
 	if !ok {

@@ -15,7 +15,7 @@ import (
 // sandbox's line for the same step, for example
 //
 //	mcphost: start "one": total 17.20ms: config 0.05 sandbox 7.83 initialize 5.21 list 1.68 (ok)
-//	mcphost: close "one": total 3.51ms: process 3.44 client 0.07
+//	mcphost: close "one": total 3.51ms: process 3.44 client 0.07 (closed)
 //
 // (durations in milliseconds): config is the sandbox's configuration
 // (network proxy, grants), sandbox is sandbox.Start (whose own line has its
