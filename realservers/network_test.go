@@ -136,7 +136,8 @@ const nodeFetchScript = `
 `
 
 // TestNodeFetchByName: Node's fetch, on the Node this machine has (20 here,
-// which ignores proxy variables), confined with a grant of one name and
+// which ignores proxy variables; a newer one is started without
+// NODE_USE_ENV_PROXY, so it does too), confined with a grant of one name and
 // port, reaches that name and port; a name not granted does not resolve
 // (ENOTFOUND, and the stub resolver's refusal is reported), and another
 // port of the granted name is refused. The service on the other port sees
@@ -182,7 +183,9 @@ func TestNodeFetchByName(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), startupTimeout)
 	defer cancel()
 	proc, err := sandbox.Start(ctx, sandbox.Config{
-		Name: "fetch", Argv: append([]string{node, "-e", nodeFetchScript}, urls...),
+		// Without NODE_USE_ENV_PROXY, so that a Node that would use the
+		// proxy (22.21, 24.5 and later) takes the names path too.
+		Name: "fetch", Argv: append([]string{"/usr/bin/env", "-u", "NODE_USE_ENV_PROXY", node, "-e", nodeFetchScript}, urls...),
 		Worktree: t.TempDir(), Read: read, Proxy: p, TempHome: true,
 		HostEnv: []string{"PATH=/usr/bin:/bin"},
 	})
