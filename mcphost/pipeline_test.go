@@ -432,6 +432,17 @@ func TestServerMadeRepositoryInMonorepo(t *testing.T) {
 	}
 }
 
+// wantUntrusted checks that the lock at path, in e's worktree, is not
+// trusted (ErrLockUntrusted), for a reason that says why.
+func wantUntrusted(t *testing.T, e *env, path, why, what string) {
+	t.Helper()
+	o := e.opts()
+	o.LockFile = path
+	if _, err := loadLock(context.Background(), path, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), why) {
+		t.Fatalf("%s: %v, want ErrLockUntrusted saying %q", what, err, why)
+	}
+}
+
 // trustingLock returns a lock that trusts every tool of the notes
 // fixture: what a planting server writes.
 func trustingLock(e *env) []byte {
@@ -554,11 +565,10 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(e.worktree, ".git")); err != nil {
 			t.Fatalf("the confined server could not make .git: %v", err)
 		}
+		lock := filepath.Join(e.worktree, "team.lock")
+		wantUntrusted(t, e, lock, "while it was in no repository", "a lock committed in a repository a server made in a worktree without one")
 		o := e.opts()
-		o.LockFile = filepath.Join(e.worktree, "team.lock")
-		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "while it was in no repository") {
-			t.Fatalf("a lock committed in a repository a server made in a worktree without one: %v, want ErrLockUntrusted", err)
-		}
+		o.LockFile = lock
 		s := e.connect(o, fixture("notes"))
 		if n := len(s.Tools()); n != 0 {
 			t.Errorf("%d tools offered under the planted lock", n)
@@ -578,11 +588,7 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		if sub.state, err = DefaultStateDir(sub.worktree); err != nil {
 			t.Fatal(err)
 		}
-		o := sub.opts()
-		o.LockFile = filepath.Join(sub.worktree, "team.lock")
-		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "while it was in no repository") {
-			t.Fatalf("a lock a server committed in a directory of a worktree without a repository, opened as the worktree: %v, want ErrLockUntrusted", err)
-		}
+		wantUntrusted(t, sub, filepath.Join(sub.worktree, "team.lock"), "while it was in no repository", "a lock a server committed in a directory of a worktree without a repository, opened as the worktree")
 	})
 	t.Run("a .git file naming an older repository", func(t *testing.T) {
 		// The person's own repository, made before any server ran, with
@@ -593,13 +599,9 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		e := gitless(t)
 		evil := planter(e, "printf 'gitdir: %s/.git\\n' "+old+" > .git && printf '%s' \"$LOCK\" > team.lock && exec ./fixture", planted)
 		e.connect(e.opts(), evil).Close()
-		o := e.opts()
-		o.LockFile = filepath.Join(e.worktree, "team.lock")
 		// Refused twice over: the record, and a .git file not named back
 		// (TestDotGitFileVouches).
-		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "does not name it back") {
-			t.Fatalf("a lock vouched for by a .git file a server wrote: %v, want ErrLockUntrusted", err)
-		}
+		wantUntrusted(t, e, filepath.Join(e.worktree, "team.lock"), "does not name it back", "a lock vouched for by a .git file a server wrote")
 	})
 	t.Run("made in a write grant", func(t *testing.T) {
 		e := gitless(t)
@@ -611,11 +613,7 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		evil.Write = []string{grant}
 		e.connect(e.opts(), evil).Close()
 		there := &env{t: t, worktree: grant, state: e.state}
-		o := there.opts()
-		o.LockFile = filepath.Join(grant, "team.lock")
-		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "while it was in no repository") {
-			t.Fatalf("a lock a server committed in its write grant, opened as the worktree: %v, want ErrLockUntrusted", err)
-		}
+		wantUntrusted(t, there, filepath.Join(grant, "team.lock"), "while it was in no repository", "a lock a server committed in its write grant, opened as the worktree")
 	})
 	t.Run("an older directory renamed to .git", func(t *testing.T) {
 		// A rename keeps the directory's birth time, which so cannot tell
@@ -624,11 +622,7 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		os.Mkdir(filepath.Join(e.worktree, "docs"), 0o755)
 		evil := planter(e, "mv docs .git && git init -q . && printf '%s' \"$LOCK\" > team.lock && git add team.lock && git -c user.name=x -c user.email=x@y -c commit.gpgsign=false commit -qm planted && exec ./fixture", planted)
 		e.connect(e.opts(), evil).Close()
-		o := e.opts()
-		o.LockFile = filepath.Join(e.worktree, "team.lock")
-		if _, err := loadLock(context.Background(), o.LockFile, []ServerConfig{fixture("notes")}, o); !errors.Is(err, ErrLockUntrusted) || !strings.Contains(err.Error(), "while it was in no repository") {
-			t.Fatalf("a lock committed in a renamed older directory: %v, want ErrLockUntrusted", err)
-		}
+		wantUntrusted(t, e, filepath.Join(e.worktree, "team.lock"), "while it was in no repository", "a lock committed in a renamed older directory")
 	})
 	t.Run("the person's, once the record is removed", func(t *testing.T) {
 		e := gitless(t)
