@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -137,7 +138,9 @@ func (srv *server) launcherTimeout(launcher string, timeout time.Duration, launc
 // could not find a module (ESM names the importing file on the same line,
 // CommonJS in its "Require stack" below).
 var (
-	npxInstall = regexp.MustCompile(`(/[^\s'"]*)/\.npm/_npx/([0-9a-f]{16})/node_modules/`)
+	npxInstall = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(/[^\s'"]*)/\.npm/_npx/([0-9a-f]{16})/node_modules/`)
+	})
 	npxMissing = []string{"Cannot find module", "Cannot find package", "ERR_MODULE_NOT_FOUND", "MODULE_NOT_FOUND"}
 )
 
@@ -155,7 +158,7 @@ func (srv *server) npxHint() string {
 	if !containsAny(text, npxMissing) {
 		return ""
 	}
-	m := npxInstall.FindStringSubmatch(text)
+	m := npxInstall().FindStringSubmatch(text)
 	if m == nil || m[1] != srv.serverHome() {
 		return ""
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/mcphost/mcphost/internal/egress"
 	"github.com/mcphost/mcphost/sandbox"
@@ -74,42 +75,51 @@ const maxNetDests = 4
 
 // destFinders find, in one line of a runtime's error, the destination it
 // names; the first group is a host, a host:port or an address:port, the
-// second, if any, a port.
-var destFinders = []*regexp.Regexp{
-	// Node (libuv, getaddrinfo): "getaddrinfo ENOTFOUND api.x.com",
-	// "getaddrinfo EAI_AGAIN api.x.com".
-	regexp.MustCompile(`getaddrinfo (?:ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NONAME|EAI_NODATA|EAI_ADDRFAMILY|EAI_SERVICE) ([^\s'",;()]+)`),
-	// Node's socket errors: "connect ECONNREFUSED 127.0.0.1:5432",
-	// "connect ENETUNREACH 2606:4700::1:443" (an IPv6 address unbracketed).
-	regexp.MustCompile(`connect (?:ECONNREFUSED|EACCES|EPERM|ENETUNREACH|EHOSTUNREACH|ETIMEDOUT|ECONNRESET|EADDRNOTAVAIL|EAFNOSUPPORT) ([^\s'",;()]+)`),
-	// Go: "dial tcp: lookup api.x.com on 127.0.0.53:53: no such host",
-	// "lookup api.x.com: no such host".
-	regexp.MustCompile(`\blookup ([A-Za-z0-9._-]+)(?:: | on )`),
-	// Go: "dial tcp 1.2.3.4:443: connect: connection refused", "dial tcp
-	// [2001:db8::1]:443: ...", "dial tcp4 ...".
-	regexp.MustCompile(`\bdial tcp[46]? (\[[0-9A-Fa-f:.]+\]:[0-9]+|[A-Za-z0-9._-]+:[0-9]+)`),
-	// curl: "Could not resolve host: api.x.com", "Failed to connect to
-	// api.x.com port 443".
-	regexp.MustCompile(`Could not resolve host: ([^\s'",;()]+)`),
-	regexp.MustCompile(`Failed to connect to ([^\s'",;()]+) port ([0-9]+)`),
-	// Python urllib3 (requests): "HTTPSConnectionPool(host='api.x.com',
-	// port=443)", "Failed to resolve 'api.x.com'"; aiohttp: "Cannot connect
-	// to host api.x.com:443".
-	hostPortFinder,
-	regexp.MustCompile(`Failed to resolve '([^'\s]+)'`),
-	regexp.MustCompile(`Cannot connect to host ([^\s'",;()]+)`),
-	// Java: "java.net.UnknownHostException: api.x.com".
-	regexp.MustCompile(`UnknownHostException: ([^\s'",;()]+)`),
-}
+// second, if any, a port. They are compiled on first use, as are the
+// other patterns that read a server's stderr: only a failed start reads
+// it, and compiling them all costs every process that imports this
+// package about a millisecond at init.
+var destFinders = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		// Node (libuv, getaddrinfo): "getaddrinfo ENOTFOUND api.x.com",
+		// "getaddrinfo EAI_AGAIN api.x.com".
+		regexp.MustCompile(`getaddrinfo (?:ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NONAME|EAI_NODATA|EAI_ADDRFAMILY|EAI_SERVICE) ([^\s'",;()]+)`),
+		// Node's socket errors: "connect ECONNREFUSED 127.0.0.1:5432",
+		// "connect ENETUNREACH 2606:4700::1:443" (an IPv6 address unbracketed).
+		regexp.MustCompile(`connect (?:ECONNREFUSED|EACCES|EPERM|ENETUNREACH|EHOSTUNREACH|ETIMEDOUT|ECONNRESET|EADDRNOTAVAIL|EAFNOSUPPORT) ([^\s'",;()]+)`),
+		// Go: "dial tcp: lookup api.x.com on 127.0.0.53:53: no such host",
+		// "lookup api.x.com: no such host".
+		regexp.MustCompile(`\blookup ([A-Za-z0-9._-]+)(?:: | on )`),
+		// Go: "dial tcp 1.2.3.4:443: connect: connection refused", "dial tcp
+		// [2001:db8::1]:443: ...", "dial tcp4 ...".
+		regexp.MustCompile(`\bdial tcp[46]? (\[[0-9A-Fa-f:.]+\]:[0-9]+|[A-Za-z0-9._-]+:[0-9]+)`),
+		// curl: "Could not resolve host: api.x.com", "Failed to connect to
+		// api.x.com port 443".
+		regexp.MustCompile(`Could not resolve host: ([^\s'",;()]+)`),
+		regexp.MustCompile(`Failed to connect to ([^\s'",;()]+) port ([0-9]+)`),
+		// Python urllib3 (requests): "HTTPSConnectionPool(host='api.x.com',
+		// port=443)", "Failed to resolve 'api.x.com'"; aiohttp: "Cannot connect
+		// to host api.x.com:443".
+		hostPortFinder(),
+		regexp.MustCompile(`Failed to resolve '([^'\s]+)'`),
+		regexp.MustCompile(`Cannot connect to host ([^\s'",;()]+)`),
+		// Java: "java.net.UnknownHostException: api.x.com".
+		regexp.MustCompile(`UnknownHostException: ([^\s'",;()]+)`),
+	}
+})
 
 // hostPortFinder finds urllib3's "HTTPSConnectionPool(host='api.x.com',
 // port=443)".
-var hostPortFinder = regexp.MustCompile(`ConnectionPool\(host='([^'\s]+)', port=([0-9]+)\)`)
+var hostPortFinder = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`ConnectionPool\(host='([^'\s]+)', port=([0-9]+)\)`)
+})
 
 // urlFinder finds the host of a URL, on a line that shows a network
 // failure (Rust's reqwest, Deno, Node's fetch and Go's net/http name the
 // URL they failed): the authority, and the scheme for its default port.
-var urlFinder = regexp.MustCompile(`\b(https?|wss?)://([^/\s"'<>?#\\]+)`)
+var urlFinder = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b(https?|wss?)://([^/\s"'<>?#\\]+)`)
+})
 
 // failureWords mark a line as a network failure, for urlFinder: a URL on
 // any other line is not a destination the server failed to reach.
@@ -152,7 +162,7 @@ func networkDests(text string) []netDest {
 			for j := i - 1; j >= 0 && j >= i-nearbyLines && len(found) == 0; j-- {
 				found = urlDests(lines[j])
 				if len(found) == 0 {
-					if m := hostPortFinder.FindStringSubmatch(lines[j]); m != nil {
+					if m := hostPortFinder().FindStringSubmatch(lines[j]); m != nil {
 						found = destsOf(m)
 					}
 				}
@@ -171,7 +181,7 @@ func networkDests(text string) []netDest {
 // lineDests returns the destinations one line of stderr names.
 func lineDests(line string) []netDest {
 	var out []netDest
-	for _, re := range destFinders {
+	for _, re := range destFinders() {
 		for _, m := range re.FindAllStringSubmatch(line, 4) {
 			out = append(out, destsOf(m)...)
 		}
@@ -199,7 +209,7 @@ func destsOf(m []string) []netDest {
 // names or its scheme's.
 func urlDests(line string) []netDest {
 	var out []netDest
-	for _, m := range urlFinder.FindAllStringSubmatch(line, 4) {
+	for _, m := range urlFinder().FindAllStringSubmatch(line, 4) {
 		auth := m[2]
 		if i := strings.LastIndexByte(auth, '@'); i >= 0 {
 			auth = auth[i+1:]

@@ -232,14 +232,17 @@ func printable(s string, limit int) string {
 
 // missingMarks find, in what a runtime writes when it cannot open a file,
 // the absolute path it wanted: Node's module resolution and fs errors,
-// Python's, and the C library's message.
-var missingMarks = []*regexp.Regexp{
-	regexp.MustCompile(`Cannot find module '(/[^'\n]+)'`),
-	regexp.MustCompile(`ENOENT: no such file or directory, [a-z]+ '(/[^'\n]+)'`),
-	regexp.MustCompile(`\[Errno 2\] No such file or directory: '(/[^'\n]+)'`),
-	regexp.MustCompile(`can't open file '(/[^'\n]+)'`),
-	regexp.MustCompile(`(/[^\s:'"]+): No such file or directory`),
-}
+// Python's, and the C library's message. Compiled on first use, as
+// destFinders.
+var missingMarks = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`Cannot find module '(/[^'\n]+)'`),
+		regexp.MustCompile(`ENOENT: no such file or directory, [a-z]+ '(/[^'\n]+)'`),
+		regexp.MustCompile(`\[Errno 2\] No such file or directory: '(/[^'\n]+)'`),
+		regexp.MustCompile(`can't open file '(/[^'\n]+)'`),
+		regexp.MustCompile(`(/[^\s:'"]+): No such file or directory`),
+	}
+})
 
 // maxMissing bounds the paths missingPaths returns.
 const maxMissing = 4
@@ -251,7 +254,7 @@ func (s *stderrLog) missingPaths() []string {
 	t := string(s.tail)
 	s.mu.Unlock()
 	var out []string
-	for _, re := range missingMarks {
+	for _, re := range missingMarks() {
 		for _, m := range re.FindAllStringSubmatch(t, -1) {
 			if p := filepath.Clean(m[1]); !slices.Contains(out, p) && len(out) < maxMissing {
 				out = append(out, p)

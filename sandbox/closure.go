@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -63,9 +62,16 @@ type ClosurePath struct {
 // isNode reports whether base is the name of a Node.js interpreter.
 func isNode(base string) bool { return base == "node" || base == "nodejs" }
 
-// pythonVersion matches the name of a Python 3 interpreter with its minor
-// version, such as python3.11.
-var pythonVersion = regexp.MustCompile(`^python3\.([0-9]+)$`)
+// python3Minor reads the minor version from the name of a Python 3
+// interpreter that has it, such as python3.11.
+func python3Minor(name string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, "python3.")
+	if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil
+}
 
 // ProgramClosure returns what starting cfg loads as the server's code, as
 // Programs finds its program files, plus:
@@ -131,7 +137,7 @@ func ProgramClosure(cfg Config) (Closure, error) {
 	interp, entry := "", ""
 	lexical := []string{exe} // the interpreter as named, before links
 	switch base := filepath.Base(cfg.Argv[0]); {
-	case isNode(base), pythonName.MatchString(base):
+	case isNode(base), isPythonName(base):
 		interp = base
 		if len(files) > 0 && files[len(files)-1].script {
 			entry = files[len(files)-1].canon
@@ -145,7 +151,7 @@ func ProgramClosure(cfg Config) (Closure, error) {
 		}
 		if len(chain) > 1 {
 			last := filepath.Base(chain[len(chain)-1].path)
-			if isNode(last) || pythonName.MatchString(last) {
+			if isNode(last) || isPythonName(last) {
 				interp, entry = last, chain[0].canon
 				lexical = []string{chain[len(chain)-1].path}
 			} else {
@@ -156,12 +162,12 @@ func ProgramClosure(cfg Config) (Closure, error) {
 		}
 	}
 	for _, f := range files {
-		if m := pythonVersion.FindStringSubmatch(filepath.Base(f.canon)); m != nil && !f.script {
-			c.PythonMinor, _ = strconv.Atoi(m[1])
+		if n, ok := python3Minor(filepath.Base(f.canon)); ok && !f.script {
+			c.PythonMinor = n
 		}
 	}
 	switch {
-	case pythonName.MatchString(interp):
+	case isPythonName(interp):
 		c.Runtime = "python"
 		for _, l := range lexical {
 			// Python finds pyvenv.cfg beside its executable as invoked, or

@@ -3,7 +3,9 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -105,6 +107,27 @@ func TestProgramClosure(t *testing.T) {
 		}
 		if c.Runtime != tt.runtime || !slices.Equal(paths(c), tt.paths) || c.WorkdirImports != tt.workdir {
 			t.Errorf("%v: runtime %q, paths %q, workdir %v; want %q, %q, %v", tt.argv, c.Runtime, paths(c), c.WorkdirImports, tt.runtime, tt.paths, tt.workdir)
+		}
+	}
+}
+
+// TestPythonNames: the interpreter-name matchers (functions, so that the
+// helper's init compiles no regexp) agree with the patterns they replace.
+func TestPythonNames(t *testing.T) {
+	name := regexp.MustCompile(`^python[0-9.]*$`)
+	minor := regexp.MustCompile(`^python3\.([0-9]+)$`)
+	for _, s := range []string{"python", "python3", "python3.12", "python3.", "python2.7", "python3.1x", "pythonw", "ipython3", "python3.12.1", "python3..1", "Python3", "", "python 3", "python3.99999999999999999999999"} {
+		if got, want := isPythonName(s), name.MatchString(s); got != want {
+			t.Errorf("isPythonName(%q) = %v, want %v", s, got, want)
+		}
+		n, ok := python3Minor(s)
+		m := minor.FindStringSubmatch(s)
+		wantN, err := 0, error(nil)
+		if m != nil {
+			wantN, err = strconv.Atoi(m[1])
+		}
+		if want := m != nil && err == nil; ok != want || n != wantN {
+			t.Errorf("python3Minor(%q) = %d, %v, want %d, %v", s, n, ok, wantN, want)
 		}
 	}
 }

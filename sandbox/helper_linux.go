@@ -21,12 +21,19 @@ import (
 // through /proc/self/exe.
 const helperArg0 = "mcphost-sandbox-helper"
 
-// Descriptors the host passes to the helper besides stdio.
+// Descriptors the host passes to the helper besides stdio. The idmapped
+// mount trees (spec.Idmap) come with the spec, in one SCM_RIGHTS message
+// on helperSpecFD: the host starts the helper before it has made them, so
+// that the helper's runtime starts while the host prepares.
 const (
-	helperSpecFD   = 3 // the spec, then a lifeline: EOF means "stop"
-	helperReportFD = 4 // reports from the helper, one JSON object a line
-	helperIdmapFD  = 5 // the first idmapped mount tree (spec.Idmap), if any
+	helperSpecFD   = 3 // a stream socket: the spec, then a lifeline (EOF means "stop")
+	helperReportFD = 4 // a pipe: reports from the helper, one JSON object a line
+	helperProxyFD  = 5 // the network proxy's socketpair (spec.Proxy), if any
 )
+
+// maxIdmap bounds spec.Idmap: the trees travel in one SCM_RIGHTS message,
+// which the kernel caps at 253 descriptors (SCM_MAX_FD).
+const maxIdmap = 253
 
 // init turns this process into the sandbox helper when, and only when, it
 // was started as one by Start or Probe: its argument vector is exactly
@@ -68,6 +75,9 @@ const (
 // helper is the state of the helper process.
 type helper struct {
 	rep *os.File
+	// idmapFDs are the idmapped mount trees the host sent with the spec,
+	// in the order of spec.Idmap.
+	idmapFDs []int
 }
 
 // send writes r to the report pipe. A failed write means the host is gone;
@@ -81,13 +91,17 @@ func (h *helper) fail(err error) {
 }
 
 func helperMain() int {
-	// Start passes both as inherited pipes. Descriptors the runtime opened
-	// for itself (an epoll instance, say) are neither pipes nor inherited.
-	for _, fd := range []int{helperSpecFD, helperReportFD} {
+	// Start passes a socket and a pipe, inherited. Descriptors the runtime
+	// opened for itself (an epoll instance, say) are not inherited.
+	for _, d := range []struct {
+		fd   int
+		kind uint32
+		what string
+	}{{helperSpecFD, unix.S_IFSOCK, "socket"}, {helperReportFD, unix.S_IFIFO, "pipe"}} {
 		var st unix.Stat_t
-		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-		if err != nil || flags&unix.FD_CLOEXEC != 0 || unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
-			fmt.Fprintf(os.Stderr, "%s: descriptor %d is not an inherited pipe: this program runs as the sandbox helper only when started by sandbox.Start\n", helperArg0, fd)
+		flags, err := unix.FcntlInt(uintptr(d.fd), unix.F_GETFD, 0)
+		if err != nil || flags&unix.FD_CLOEXEC != 0 || unix.Fstat(d.fd, &st) != nil || st.Mode&unix.S_IFMT != d.kind {
+			fmt.Fprintf(os.Stderr, "%s: descriptor %d is not an inherited %s: this program runs as the sandbox helper only when started by sandbox.Start\n", helperArg0, d.fd, d.what)
 			return exitBadStart
 		}
 	}
@@ -100,11 +114,12 @@ func helperMain() int {
 		h.fail(failedStep("marking descriptors close-on-exec", err))
 		return exitBadStart
 	}
-	s, err := decodeSpec(lifeline)
+	s, fds, err := receiveSpec(lifeline)
 	if err != nil {
 		h.fail(failedStep("reading the spec", err))
 		return exitBadStart
 	}
+	h.idmapFDs = fds
 	helperTraceWanted = s.Trace
 	helperMark()
 	switch {
@@ -114,6 +129,67 @@ func helperMain() int {
 		return h.runReduced(s, lifeline)
 	}
 	return h.runConfined(s, lifeline)
+}
+
+// receiveSpec reads the spec from the socket f and the idmapped mount
+// trees that come with its first bytes (close-on-exec, one per
+// spec.Idmap entry, in order), leaving f positioned after the spec: it is
+// the lifeline from then on.
+func receiveSpec(f *os.File) (*spec, []int, error) {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return nil, nil, err
+	}
+	head := make([]byte, len(specMagic)+4)
+	oob := make([]byte, unix.CmsgSpace(maxIdmap*4))
+	var n, oobn, flags int
+	var rerr error
+	err = sc.Read(func(fd uintptr) bool {
+		n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), head, oob, unix.MSG_CMSG_CLOEXEC)
+		return rerr != unix.EAGAIN
+	})
+	if err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: receiving: %v", errBadSpec, err)
+	}
+	var fds []int
+	if oobn > 0 {
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: its descriptors: %v", errBadSpec, err)
+		}
+		for _, m := range msgs {
+			rights, err := unix.ParseUnixRights(&m)
+			if err != nil {
+				closeFDs(fds)
+				return nil, nil, fmt.Errorf("%w: its descriptors: %v", errBadSpec, err)
+			}
+			fds = append(fds, rights...)
+		}
+	}
+	if flags&unix.MSG_CTRUNC != 0 {
+		closeFDs(fds)
+		return nil, nil, fmt.Errorf("%w: more than %d descriptors", errBadSpec, maxIdmap)
+	}
+	s, err := decodeSpec(io.MultiReader(bytes.NewReader(head[:n]), f))
+	if err != nil {
+		closeFDs(fds)
+		return nil, nil, err
+	}
+	if len(fds) != len(s.Idmap) {
+		closeFDs(fds)
+		return nil, nil, fmt.Errorf("%w: %d idmapped trees for %d paths", errBadSpec, len(fds), len(s.Idmap))
+	}
+	return s, fds, nil
+}
+
+// closeFDs closes each of fds.
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
 }
 
 // markCloseOnExec sets close-on-exec on every descriptor from lowfd up.
@@ -248,7 +324,7 @@ func (h *helper) enterMounts(s *spec) (userNS bool, code int) {
 	}
 	idmapped := make(map[string]int, len(s.Idmap))
 	for i, p := range s.Idmap {
-		idmapped[p] = helperIdmapFD + i
+		idmapped[p] = h.idmapFDs[i]
 	}
 	if err := applyMounts(plan, idmapped); err != nil {
 		h.fail(err)
@@ -261,7 +337,7 @@ func (h *helper) enterMounts(s *spec) (userNS bool, code int) {
 		}
 	}
 	if s.Proxy != 0 {
-		if err := openProxyListeners(helperIdmapFD+len(s.Idmap), s.Proxy, s.Direct); err != nil {
+		if err := openProxyListeners(helperProxyFD, s.Proxy, s.Direct); err != nil {
 			h.fail(failedStep("the network proxy's listener", err))
 			return userNS, exitNoConfin
 		}

@@ -93,11 +93,12 @@ func ownerUserNS(uid, gid, as uint32) (int, error) {
 		}
 	}
 	// The namespace is needed, not the process: once its descriptor is
-	// open the holder is told to exit (EOF) and reaped in the
-	// background, instead of Start waiting for a Go program to start
-	// and exit. Until it is reaped its pid is not reused, so the path
-	// below names it.
+	// open the holder is killed and reaped in the background, instead of
+	// Start waiting for a Go program to start and exit (or that
+	// program's start taking a core from the server's). Until it is
+	// reaped its pid is not reused, so the path below names it.
 	defer func() {
+		cmd.Process.Kill()
 		stdin.Close()
 		go cmd.Wait()
 	}()
@@ -110,6 +111,18 @@ func ownerUserNS(uid, gid, as uint32) (int, error) {
 	}
 	idmaps.fds[key] = fd
 	return fd, nil
+}
+
+// warmOwnerUserNS makes, before the idmapped trees that need them, the
+// user namespaces (ownerUserNS) that map the host's own files (the
+// server's TMPDIR) and the worktree's owner's to the server uid as, which
+// most starts need. An error is left for the idmapped tree that meets it.
+func warmOwnerUserNS(worktree string, as uint32) {
+	ownerUserNS(uint32(os.Getuid()), uint32(os.Getgid()), as)
+	var st unix.Stat_t
+	if worktree != "" && unix.Stat(worktree, &st) == nil {
+		ownerUserNS(st.Uid, st.Gid, as)
+	}
 }
 
 // idmappedTree returns a detached copy of the mount tree at p (opened

@@ -191,8 +191,12 @@ type Process struct {
 	// failure (under mu).
 	joinDirs []string
 	joinV1   bool // run starts the helper in them (threadIntoCgroups)
-	joined   chan error
-	joinErr  error
+	// netns, on a root host, is the server's network namespace, which
+	// run starts the helper in (netns_linux.go); nil where the clone
+	// makes it. Start closes it once run has started the helper.
+	netns   *os.File
+	joined  chan error
+	joinErr error
 
 	// trace: Start traced itself, so Close does too
 	// (MCPHOST_START_TRACE); traceExeced and traceJoin are run's

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
@@ -36,8 +35,13 @@ func (e *LinkError) Error() string {
 // Is makes a *LinkError match ErrLinkedPath.
 func (e *LinkError) Is(target error) bool { return target == ErrLinkedPath }
 
-// pythonName matches python, python3, python3.12 and the like.
-var pythonName = regexp.MustCompile(`^python[0-9.]*$`)
+// isPythonName reports whether name is python, python3, python3.12 or the
+// like ("python" and digits and dots). A function, not a regexp: package
+// init runs in every sandbox helper, whose start this is part of.
+func isPythonName(name string) bool {
+	rest, ok := strings.CutPrefix(name, "python")
+	return ok && strings.Trim(rest, "0123456789.") == ""
+}
 
 // scriptOptions says, for an interpreter, which options take the next
 // argument as their value and which ones mean the program is not a script
@@ -57,7 +61,7 @@ func interpreterOptions(base string) (scriptOptions, bool) {
 			value:    []string{"-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions", "--env-file", "--title"},
 			noScript: []string{"-e", "--eval", "-p", "--print", "-i", "--interactive", "--test", "-c", "--check"},
 		}, true
-	case pythonName.MatchString(base):
+	case isPythonName(base):
 		return scriptOptions{value: []string{"-W", "-X", "-Q"}, noScript: []string{"-c", "-m", "-"}}, true
 	case base == "ruby":
 		return scriptOptions{value: []string{"-r", "-I", "-C", "-E", "--encoding"}, noScript: []string{"-e"}}, true

@@ -1206,8 +1206,12 @@ func TestHelperMarker(t *testing.T) {
 			t.Errorf("output %q", out)
 		}
 	})
-	t.Run("bad spec", func(t *testing.T) {
-		specR, specW, err := os.Pipe()
+	// runHelper starts the helper with a spec socket, sends msg on it with
+	// the descriptors rights, and returns its report and exit.
+	runHelper := func(t *testing.T, msg []byte, rights []int) (report, error, error) {
+		t.Helper()
+		var err error
+		specHelper, specHost := socketPairUnlessFailed(&err)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1217,22 +1221,53 @@ func TestHelperMarker(t *testing.T) {
 		}
 		cmd := exec.Command(os.Args[0])
 		cmd.Args = []string{helperArg0}
-		cmd.ExtraFiles = []*os.File{specR, repW}
+		cmd.ExtraFiles = []*os.File{specHelper, repW}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		specR.Close()
+		specHelper.Close()
 		repW.Close()
-		specW.Write([]byte("GET / HTTP/1.1\r\n\r\n.........."))
-		specW.Close()
+		if err := sendSpec(specHost, msg, rights); err != nil {
+			t.Error(err)
+		}
+		specHost.Close()
 		rep, rerr := readReport(bufio.NewReader(repR))
-		werr := cmd.Wait()
-		if rerr != nil || !strings.Contains(rep.Error, "missing magic") {
-			t.Errorf("report %+v, %v", rep, rerr)
+		return rep, rerr, cmd.Wait()
+	}
+	wantBadStart := func(t *testing.T, rep report, rerr, werr error, want string) {
+		t.Helper()
+		if rerr != nil || !strings.Contains(rep.Error, want) {
+			t.Errorf("report %+v, %v: want an error saying %q", rep, rerr, want)
 		}
 		var ee *exec.ExitError
 		if !errors.As(werr, &ee) || ee.ExitCode() != exitBadStart {
 			t.Errorf("exit: %v, want status %d", werr, exitBadStart)
+		}
+	}
+	t.Run("bad spec", func(t *testing.T) {
+		rep, rerr, werr := runHelper(t, []byte("GET / HTTP/1.1\r\n\r\n.........."), nil)
+		wantBadStart(t, rep, rerr, werr, "missing magic")
+	})
+	// The idmapped trees come with the spec, one per Idmap path: a spec
+	// with fewer or more is refused, whatever the descriptors are.
+	t.Run("trees", func(t *testing.T) {
+		s := &spec{Path: "/bin/true", Argv: []string{"true"}, Dir: "/", Idmap: []string{"/w"}, Write: []string{"/w"}}
+		msg, err := encodeSpec(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer null.Close()
+		for _, n := range []int{0, 2} {
+			rights := make([]int, n)
+			for i := range rights {
+				rights[i] = int(null.Fd())
+			}
+			rep, rerr, werr := runHelper(t, msg, rights)
+			wantBadStart(t, rep, rerr, werr, fmt.Sprintf("%d idmapped trees for 1 paths", n))
 		}
 	})
 	// A program importing the package runs its own main for any other

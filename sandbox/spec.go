@@ -45,7 +45,7 @@ type spec struct {
 	// Proxy, when not 0, is the port on which the helper listens, on the
 	// loopback of the server's network namespace, for the host's proxy
 	// (Config.Proxy); the listening socket goes to the host over the
-	// socket at descriptor helperIdmapFD+len(Idmap).
+	// socket at descriptor helperProxyFD.
 	Proxy int `json:"proxy,omitempty"`
 	// Direct, with a Proxy whose Config.Proxy is a DirectProxy, is what
 	// the helper also sets up for clients that ignore the proxy: the
@@ -85,8 +85,8 @@ type spec struct {
 	// temporary home, Config.TempHome, in the full tier).
 	HomeSize int64 `json:"home_size,omitempty"`
 	// Idmap lists granted paths that the helper binds from the idmapped
-	// mount trees the host passes at descriptors helperIdmapFD and up, in
-	// this order, instead of from its own view of the host's tree.
+	// mount trees the host sends with the spec (SCM_RIGHTS, in this order,
+	// at most maxIdmap), instead of from its own view of the host's tree.
 	Idmap []string `json:"idmap,omitempty"`
 
 	// Cgroups are the server's cgroup directories. The host starts the

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +34,8 @@ type startOptions struct {
 	// embedded one.
 	helper string
 	// beforeLaunch, when set, runs after the host has checked and
-	// resolved the config and before the helper starts: tests change the
+	// resolved the config and before the helper gets its spec (a root
+	// host's helper is running by then, waiting for it): tests change the
 	// filesystem there, as another server could.
 	beforeLaunch func()
 	// moveHelper moves the helper into the server's cgroups after it is
@@ -43,6 +45,9 @@ type startOptions struct {
 	// trace, when set, collects the phases of this start
 	// (MCPHOST_START_TRACE).
 	trace *startTrace
+	// badNetns replaces the network namespace made beforehand by a
+	// descriptor setns refuses, to exercise the clone's own.
+	badNetns bool
 }
 
 // Start starts the server cfg describes, confined unless cfg.Off, and
@@ -78,19 +83,83 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		return nil, invalidConfig(cfg.Name, err)
 	}
 	var early *earlyCgroup
+	var netns *earlyNetns
+	var lease *serverIDLease
+	var sp *spec
+	var st *started // a root host's helper, started before its spec is ready
+	var leaseTaken bool
+	var err error
 	if !cfg.Off && dropsRoot() {
-		// The server's cgroups need nothing of what follows: they are
-		// made meanwhile.
+		// The server's cgroups and its network namespace need nothing of
+		// what follows: they are made meanwhile.
 		early = startCgroup(cfg.Name, cfg.Limits.withDefaults())
+		if !cfg.Network {
+			netns = startNetns()
+		}
+		defer netns.discard() // once taken, nothing
+		if lease, err = takeServerID(); err != nil {
+			early.discard()
+			return nil, unsupported(cfg.Name, "no uid of its own for the server: "+err.Error()+"; or run the host as an ordinary user")
+		}
+		// spawn hands the lease to the helper's Process, which frees it
+		// once the helper, and so every process of the server, is gone;
+		// until then it is this start's to free.
+		defer func() {
+			if !leaseTaken && (sp == nil || !sp.leaseTaken) {
+				lease.release()
+			}
+		}()
+		// And the user namespaces the idmapped mounts are likely to need
+		// (a process start each, the first time per host process).
+		go warmOwnerUserNS(cfg.Worktree, lease.uid)
+		// Then the helper itself, which needs none of the spec to start:
+		// its runtime starts while the host prepares the spec below,
+		// which deliver then hands it (and checks that it agrees).
+		cg, cgErr := early.get()
+		nsFile := netns.take()
+		if opts.badNetns && nsFile != nil {
+			nsFile.Close()
+			nsFile, _ = os.Open(os.DevNull)
+		}
+		cl := clone{
+			network:  cfg.Network,
+			netns:    nsFile,
+			proxy:    cfg.Proxy != nil && !cfg.Network,
+			fileSize: cfg.Limits.withDefaults().FileSize,
+			lease:    lease,
+		}
+		if _, ok := cfg.Proxy.(DirectProxy); ok && cl.proxy {
+			cl.direct = true
+		}
+		if cgErr == nil {
+			cl.cgroups, cl.cgroupV1 = cg.dirs, cg.version == 1
+		}
+		tr.mark("cgroup-netns")
+		st, err = spawn(cfg.Name, cl, false, cfg.Stderr, opts, &leaseTaken)
+		if cl.netns != nil {
+			cl.netns.Close() // the helper was started in it, or not at all
+		}
+		if err != nil {
+			early.discard()
+			return nil, err
+		}
+		tr.besides()
 	}
 	tmp, err := os.MkdirTemp("", "mcphost-"+tempPrefix(cfg.Name)+"-")
 	if err != nil {
+		if st != nil {
+			st.abort()
+		}
 		early.discard()
 		return nil, fmt.Errorf("sandbox: server %q: creating its temporary directory: %w", cfg.Name, err)
 	}
 	home := cfg.Home
 	tempHome := ""
 	cleanup := func() {
+		if st != nil {
+			// Before the cgroups' removal: the helper is in them.
+			st.abort()
+		}
 		early.discard()
 		removeAll(tmp)
 		if tempHome != "" {
@@ -104,7 +173,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		}
 		home = tempHome
 	}
-	sp, err := buildSpec(&cfg, hostEnv, tmp, home)
+	sp, err = buildSpec(&cfg, hostEnv, tmp, home)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -127,22 +196,8 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			// with no mount namespace, uses the directory itself).
 			sp.HomeSize = cfg.Limits.withDefaults().Tmp
 		}
-		if dropsRoot() {
-			lease, err := takeServerID()
-			if err != nil {
-				cleanup()
-				return nil, unsupported(cfg.Name, "no uid of its own for the server: "+err.Error()+"; or run the host as an ordinary user")
-			}
+		if lease != nil {
 			sp.lease = lease
-			tr.mark("uid")
-			// launch hands the lease to the helper's Process, which
-			// frees it once the helper, and so every process of the
-			// server, is gone; until then it is this start's to free.
-			defer func() {
-				if !sp.leaseTaken {
-					lease.release()
-				}
-			}()
 			if err := runUnprivileged(sp, lease.uid); err != nil {
 				cleanup()
 				if errors.Is(err, unix.ELOOP) {
@@ -158,15 +213,22 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		sp.cgroupV1 = cg != nil && cg.version == 1
 		tr.mark("cgroup")
 	}
-	userNS := useUserNS()
-	if !cfg.Off && userNS && refusedUserNS() != "" {
-		if err := reduceOrRefuse(&cfg, sp, refusedUserNS()); err != nil {
-			cleanup()
-			return nil, err
+	var p *Process
+	userNS := false
+	if st != nil {
+		p, err = st.deliver(ctx, cfg.Name, sp)
+		st = nil // running, or gone
+	} else {
+		userNS = useUserNS()
+		if !cfg.Off && userNS && refusedUserNS() != "" {
+			if err := reduceOrRefuse(&cfg, sp, refusedUserNS()); err != nil {
+				cleanup()
+				return nil, err
+			}
+			userNS = false
 		}
-		userNS = false
+		p, err = launch(ctx, cfg.Name, sp, userNS, cfg.Stderr, opts)
 	}
-	p, err := launch(ctx, cfg.Name, sp, userNS, cfg.Stderr, opts)
 	if err != nil && errors.Is(err, errUserNSRefused) {
 		// The first start that meets the refusal: remember it, and start
 		// this server and every later one in the reduced tier.
@@ -855,20 +917,70 @@ func singleLink(p string, st fs.FileInfo) error {
 	return nil
 }
 
+// clone is what starting the helper needs, known before its spec is: a
+// root host starts the helper from these alone, so that the helper's
+// runtime starts while the host prepares the spec (the helper waits for
+// it); then deliver checks that the spec agrees.
+type clone struct {
+	off, reduced, network bool
+	netns                 *os.File // made beforehand (netns_linux.go), or nil
+	proxy, direct         bool     // a proxy socketpair; the helper's caps
+	userNSLimits          bool     // the helper's CAP_SYS_RESOURCE
+	fileSize              int64
+	cgroups               []string
+	cgroupV1              bool
+	lease                 *serverIDLease
+}
+
+// cloneOf is what sp says the helper's start needs.
+func cloneOf(sp *spec) clone {
+	return clone{
+		off: sp.Off, reduced: sp.Reduced, network: sp.Network,
+		proxy: sp.Proxy != 0, direct: sp.Direct != nil, userNSLimits: len(sp.UserNSLimits) > 0,
+		fileSize: sp.FileSize, cgroups: sp.Cgroups, cgroupV1: sp.cgroupV1, lease: sp.lease,
+	}
+}
+
+// agrees reports whether cl, which started the helper, is what sp needs.
+func (cl clone) agrees(sp *spec) bool {
+	want := cloneOf(sp)
+	return want.off == cl.off && want.reduced == cl.reduced && want.network == cl.network &&
+		want.proxy == cl.proxy && want.direct == cl.direct && want.userNSLimits == cl.userNSLimits &&
+		want.fileSize == cl.fileSize && slices.Equal(want.cgroups, cl.cgroups) && want.cgroupV1 == cl.cgroupV1 &&
+		want.lease == cl.lease
+}
+
+// started is a helper started and waiting for its spec.
+type started struct {
+	p         *Process
+	cl        clone
+	userNS    bool
+	specW     *os.File // the host's end of the spec socket, the lifeline
+	proxyHost *os.File
+	first     chan reportResult
+	trace     *startTrace
+}
+
 // launch starts the helper with sp and waits for its first report. The
 // helper is the embedded helper program unless opts say otherwise or it
 // cannot run here; then it is the host program.
 func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.Writer, opts startOptions) (*Process, error) {
-	tr := opts.trace
-	sp.Trace = tr != nil
-	payload, err := encodeSpec(sp)
+	st, err := spawn(name, cloneOf(sp), userNS, stderr, opts, &sp.leaseTaken)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
+		return nil, err
 	}
+	return st.deliver(ctx, name, sp)
+}
+
+// spawn starts the helper as cl says, and returns once it runs (or could
+// not be started). It hands cl.lease to the helper's Process and says so
+// in *leaseTaken.
+func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptions, leaseTaken *bool) (*started, error) {
 	// Descriptors for the child (closed here once it has them) and for
 	// the host.
 	var childEnds, hostEnds []*os.File
-	specR, specW := pipeUnlessFailed(&err)
+	var err error
+	specR, specW := socketPairUnlessFailed(&err)
 	repR, repW := pipeUnlessFailed(&err)
 	stdinR, stdinW := pipeUnlessFailed(&err)
 	stdoutR, stdoutW := pipeUnlessFailed(&err)
@@ -893,14 +1005,14 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			hostEnds = append(hostEnds, stderrR)
 		}
 	}
-	extra := append([]*os.File{specR, repW}, sp.idmapFiles...)
+	extra := []*os.File{specR, repW}
 	var proxyHost *os.File
-	if err == nil && sp.Proxy != 0 {
+	if err == nil && cl.proxy {
 		var proxyHelper *os.File
 		if proxyHost, proxyHelper, err = proxySocketPair(); err == nil {
 			childEnds = append(childEnds, proxyHelper)
 			hostEnds = append(hostEnds, proxyHost)
-			extra = append(extra, proxyHelper)
+			extra = append(extra, proxyHelper) // helperProxyFD
 		}
 	}
 	if err != nil {
@@ -909,23 +1021,24 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
 
-	if proxyHost != nil {
-		// Every way out of launch is done with it: the listener it
-		// carried has been taken, or will never be.
-		defer proxyHost.Close()
-	}
+	var netnsFile *os.File
 	attr := &syscall.SysProcAttr{
 		// No controlling terminal: a server must not be able to open
 		// /dev/tty and push keystrokes into the user's shell (TIOCSTI).
 		Setsid: true,
 	}
-	if !sp.Off && !sp.Reduced {
+	if !cl.off && !cl.reduced {
 		// If the thread that started the helper ends, or the host dies,
 		// the kernel kills the helper, and with it (as init of its PID
 		// namespace) every process of the server.
 		attr.Pdeathsig = syscall.SIGKILL
 		attr.Cloneflags = unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWIPC
-		if !sp.Network {
+		switch {
+		case cl.network:
+		case cl.netns != nil && !userNS:
+			// run enters it for the fork.
+			netnsFile = cl.netns
+		default:
 			attr.Cloneflags |= unix.CLONE_NEWNET
 		}
 		if userNS {
@@ -939,16 +1052,16 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 			attr.GidMappingsEnableSetgroups = false
 			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
-			if sp.Proxy != 0 {
+			if cl.proxy {
 				// To bring the namespace's loopback up.
 				attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_NET_ADMIN)
 			}
-			if sp.Direct != nil {
+			if cl.direct {
 				// To listen on the nameserver's port 53 and granted ports
 				// below 1024 (80, 443) in the namespace.
 				attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_NET_BIND_SERVICE)
 			}
-			if len(sp.UserNSLimits) > 0 {
+			if cl.userNSLimits {
 				// To lower the namespace's limits in /proc/sys/user.
 				attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SYS_RESOURCE)
 			}
@@ -967,6 +1080,7 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			SysProcAttr: attr,
 		}
 	}
+	tr := opts.trace
 	path := helperPath()
 	tr.mark("helper-file")
 	switch {
@@ -977,49 +1091,32 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	}
 	p := &Process{
 		name:       name,
-		off:        sp.Off,
-		fileSize:   sp.FileSize,
+		off:        cl.off,
+		fileSize:   cl.fileSize,
 		stdin:      stdinW,
 		stdout:     stdoutR,
 		lifeline:   specW,
 		done:       make(chan struct{}),
 		reportDone: make(chan struct{}),
 		exited:     make(chan struct{}),
-		lease:      sp.lease,
+		lease:      cl.lease,
+		netns:      netnsFile,
 	}
-	if len(sp.Cgroups) > 0 {
+	if len(cl.cgroups) > 0 {
 		// run starts the helper in them, or moves it there as soon as
 		// it exists.
-		p.joinDirs = sp.Cgroups
-		p.joinV1 = sp.cgroupV1 && !opts.moveHelper
+		p.joinDirs = cl.cgroups
+		p.joinV1 = cl.cgroupV1 && !opts.moveHelper
 		p.joined = make(chan error, 1)
 	}
-	// Queue the spec before the helper exists, so it never waits for it
-	// (a spec fits the pipe's buffer; a larger one is read as written).
-	// Then, once run has moved the helper into the server's cgroups, the
-	// byte that tells the helper so.
-	written := make(chan error, 1)
-	go func() {
-		_, err := specW.Write(payload)
-		if p.joined != nil {
-			jerr := <-p.joined
-			if err == nil {
-				err = jerr
-			}
-			if err == nil {
-				_, err = specW.Write([]byte{cgroupJoined})
-			}
-		}
-		written <- err
-	}()
-	started := make(chan error, 1)
-	sp.leaseTaken = true
+	ran := make(chan error, 1)
+	*leaseTaken = true
 	tr.mark("pipes")
-	go p.run(newCmd, path, started)
-	if err := <-started; err != nil {
+	go p.run(newCmd, path, ran)
+	if err := <-ran; err != nil {
 		closeFiles(childEnds)
 		closeFiles(hostEnds)
-		return nil, startError(name, sp, userNS, err)
+		return nil, startError(name, cl.off, userNS, err)
 	}
 	tr.markAt("clone-exec", p.traceExeced)
 	closeFiles(childEnds)
@@ -1031,45 +1128,105 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 			stderrR.Close()
 		}()
 	}
+	st := &started{p: p, cl: cl, userNS: userNS, specW: specW, proxyHost: proxyHost, first: make(chan reportResult, 1), trace: tr}
+	go p.readReports(repR, st.first)
+	return st, nil
+}
 
-	first := make(chan reportResult, 1)
-	go p.readReports(repR, first)
+// abort ends a started helper that will get no spec.
+func (st *started) abort() {
+	st.p.abort()
+	if st.proxyHost != nil {
+		st.proxyHost.Close()
+	}
+}
 
+// deliver hands sp, which must agree with what started the helper, and
+// its idmapped trees to the helper, and returns the Process once the
+// server runs. On an error the helper is gone.
+func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process, error) {
+	p, tr := st.p, st.trace
+	if st.proxyHost != nil {
+		// Every way out of deliver is done with it: the listener it
+		// carried has been taken, or will never be.
+		defer st.proxyHost.Close()
+	}
+	if !st.cl.agrees(sp) {
+		p.abort()
+		return nil, fmt.Errorf("sandbox: server %q: the helper was started for another spec than the one prepared (a bug in package sandbox)", name)
+	}
+	if len(sp.Idmap) != len(sp.idmapFiles) || len(sp.Idmap) > maxIdmap {
+		p.abort()
+		return nil, fmt.Errorf("sandbox: server %q: %d idmapped trees for %d paths (at most %d)", name, len(sp.idmapFiles), len(sp.Idmap), maxIdmap)
+	}
+	sp.Trace = tr != nil
+	payload, err := encodeSpec(sp)
+	if err != nil {
+		p.abort()
+		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
+	}
+	rights := make([]int, len(sp.idmapFiles))
+	for i, f := range sp.idmapFiles {
+		rights[i] = int(f.Fd())
+	}
+	// The spec with the trees, in one message; then, once run has moved
+	// the helper into the server's cgroups, the byte that tells the
+	// helper so. The trees are the caller's to close once deliver returns:
+	// the helper has its own by then, or is gone.
+	written := make(chan error, 1)
+	go func() {
+		err := sendSpec(st.specW, payload, rights)
+		if p.joined != nil {
+			jerr := <-p.joined
+			if err == nil {
+				err = jerr
+			}
+			if err == nil {
+				_, err = st.specW.Write([]byte{cgroupJoined})
+			}
+		}
+		written <- err
+	}()
+
+	// fail ends the helper, and waits for the writer, which holds the
+	// trees' descriptor numbers until it is done (the caller closes them).
+	fail := func(err error) (*Process, error) {
+		p.abort()
+		<-written
+		return nil, err
+	}
 	var res reportResult
 	select {
-	case res = <-first:
+	case res = <-st.first:
 	case <-ctx.Done():
-		p.abort()
-		return nil, fmt.Errorf("sandbox: server %q: starting: %w", name, ctx.Err())
+		return fail(fmt.Errorf("sandbox: server %q: starting: %w", name, ctx.Err()))
 	}
 	if jerr := p.joinError(); jerr != nil {
 		// run could not move the helper into the server's cgroups, and
 		// killed it.
-		p.abort()
-		return nil, fmt.Errorf("sandbox: server %q: %w", name, jerr)
+		return fail(fmt.Errorf("sandbox: server %q: %w", name, jerr))
 	}
 	if res.err != nil {
 		// The helper died without saying why; its exit status and stderr
 		// (in cfg.Stderr) tell the rest.
-		p.abort()
-		return nil, fmt.Errorf("sandbox: server %q: the sandbox helper ended before starting the server (%s): %w", name, p.ExitStatus(), res.err)
+		return fail(fmt.Errorf("sandbox: server %q: the sandbox helper ended before starting the server (%s): %w", name, p.ExitStatus(), res.err))
 	}
 	if res.rep.Error != "" {
-		p.abort()
 		if res.rep.Unsupported {
-			if userNS {
+			if st.userNS {
 				// In a user namespace the kernel gave, a step that needs
 				// its privileges failed (an AppArmor policy empties them).
 				why := "in the user namespace the kernel gave, " + res.rep.Error
-				return nil, &userNSError{why, unsupported(name, why)}
+				return fail(&userNSError{why, unsupported(name, why)})
 			}
-			return nil, unsupported(name, res.rep.Error)
+			return fail(unsupported(name, res.rep.Error))
 		}
-		return nil, fmt.Errorf("sandbox: server %q: %s", name, res.rep.Error)
+		return fail(fmt.Errorf("sandbox: server %q: %s", name, res.rep.Error))
 	}
 	// The helper could only report after reading the whole spec.
 	<-written
 	if tr != nil {
+		tr.rejoin()
 		traceHelper(tr, res.rep.Trace)
 		tr.mark("report")
 		if p.joinDirs != nil {
@@ -1077,8 +1234,8 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 		}
 	}
 	p.confinement = res.rep.Confinement
-	if proxyHost != nil && !sp.Probe {
-		socks, err := receiveProxySockets(proxyHost, sp.Direct)
+	if st.proxyHost != nil && !sp.Probe {
+		socks, err := receiveProxySockets(st.proxyHost, sp.Direct)
 		if err != nil {
 			p.abort()
 			return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
@@ -1106,13 +1263,57 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	return p, nil
 }
 
+// sendSpec writes payload to the spec socket f, the first bytes in one
+// message with the descriptors rights.
+func sendSpec(f *os.File, payload []byte, rights []int) error {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var n int
+	var serr error
+	err = sc.Write(func(fd uintptr) bool {
+		var oob []byte
+		if len(rights) > 0 {
+			oob = unix.UnixRights(rights...)
+		}
+		n, serr = unix.SendmsgN(int(fd), payload, oob, nil, unix.MSG_NOSIGNAL)
+		return serr != unix.EAGAIN
+	})
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("sending the spec: %w", err)
+	}
+	if n < len(payload) {
+		if _, err := f.Write(payload[n:]); err != nil {
+			return fmt.Errorf("sending the spec: %w", err)
+		}
+	}
+	return nil
+}
+
+// socketPairUnlessFailed is pipeUnlessFailed for a stream socketpair.
+func socketPairUnlessFailed(err *error) (r, w *os.File) {
+	if *err != nil {
+		return nil, nil
+	}
+	fds, e := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if e != nil {
+		*err = fmt.Errorf("socketpair for the spec: %w", e)
+		return nil, nil
+	}
+	return os.NewFile(uintptr(fds[0]), "spec-helper"), os.NewFile(uintptr(fds[1]), "spec-host")
+}
+
 // startError explains a failure to start the helper process itself.
-func startError(name string, sp *spec, userNS bool, err error) error {
+func startError(name string, off, userNS bool, err error) error {
 	if errors.Is(err, errThreadStuck) {
 		// Not the namespaces: the cgroups, whose errors carry an errno.
 		return fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
-	if !sp.Off {
+	if !off {
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
 			switch errno {
@@ -1170,9 +1371,22 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 		// Else the helper is moved there once it exists, below.
 	}
 	err := stuck
+	var leaveNetns func() error
+	if err == nil && p.netns != nil {
+		// Likewise into the server's network namespace, made beforehand
+		// (netns_linux.go). Where this thread cannot enter it, the clone
+		// makes one: the helper is never born in the host's.
+		l, nerr := enterNetns(int(p.netns.Fd()))
+		if nerr != nil {
+			cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWNET
+		} else {
+			leaveNetns = l
+		}
+	}
 	if err == nil {
 		err = cmd.Start()
 	}
+	p.traceExeced = monoNow() // the helper runs from here on
 	if err != nil && stuck == nil && path != selfExe {
 		cmd = newCmd(selfExe)
 		if err2 := cmd.Start(); err2 != nil {
@@ -1181,6 +1395,13 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 			disableEmbedded(err)
 			err = nil
 		}
+		p.traceExeced = monoNow()
+	}
+	if leaveNetns != nil {
+		// A thread that stays in the server's namespace is harmless
+		// here: this goroutine never unlocks it, so it ends with run, and
+		// the runtime clones no thread from a locked one.
+		leaveNetns()
 	}
 	if bornIn {
 		if berr := threadOutOfCgroups(back); berr != nil && err == nil {
@@ -1191,7 +1412,6 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 			err = fmt.Errorf("%w: leaving them after the helper's start: %w", errThreadStuck, berr)
 		}
 	}
-	p.traceExeced = monoNow()
 	if err != nil {
 		if p.lease != nil {
 			p.lease.release()

@@ -13,13 +13,15 @@ import (
 // stderr with the duration of each of its phases, the helper's included,
 // and each Close one line with its own; for example
 //
-//	mcphost-sandbox: start "one": total 6.44ms: prepare 0.38 uid 0.03 idmap 0.11 cgroup 0.29 helper-file 0.09 pipes 0.01 clone-exec 1.00 helper-runtime 1.26 helper-spec 0.21 helper-binds 0.59 helper-readonly 0.36 helper-join-wait 0.00 helper-confine-exec 1.93 report 0.16 finish 0.01 | host-cgroup-join 0.00 (at 1.91)
+//	mcphost-sandbox: start "one": total 10.24ms: cgroup-netns 1.49 helper-file 0.09 pipes 0.01 clone-exec 0.68 helper-runtime 1.77 helper-spec 0.36 helper-binds 1.50 helper-readonly 2.35 helper-join-wait 0.01 helper-confine-exec 1.55 report 0.42 finish 0.01 | prepare 1.14 (at 2.27) idmap 0.12 (at 3.41) cgroup 0.01 (at 3.53) host-cgroup-join 0.00 (at 2.27)
 //	mcphost-sandbox: close "one": total 2.98ms: server-done 2.02 helper-exit 0.64 stderr-stdout 0.01 cgroup-remove 0.09 tmp-remove 0.23
 //
 // (durations in milliseconds). Phases that run beside others are listed
-// after a "|" with their own durations and when they began (the host's
-// move of the helper into the server's cgroups, where it is not started
-// in them, overlaps the helper's start).
+// after a "|" with their own durations and when they began: on a root
+// host, the host's preparation of the spec, which runs while the helper
+// starts (the helper's helper-spec includes waiting for it), and the
+// host's move of the helper into the server's cgroups, where it is not
+// started in them.
 // The helper's timestamps are CLOCK_MONOTONIC, which host and helper
 // share (no time namespace is made), so its phases sit on the host's
 // timeline. See BENCHMARKS.md for what the phases are.
@@ -42,6 +44,11 @@ type startTrace struct {
 	seq   []string // sequential phases, in order
 	side  []string // phases that overlap others
 	extra []string
+	// While aside, mark records the host's phases as spans (side), from
+	// sideLast on: the helper runs meanwhile. seqLast is where the
+	// sequential phases go on (rejoin).
+	aside             bool
+	sideLast, seqLast int64
 }
 
 func newTrace(what, name string) *startTrace {
@@ -62,15 +69,44 @@ func (t *startTrace) mark(phase string) {
 	t.markAt(phase, monoNow())
 }
 
-// markAt ends the current sequential phase at the monotonic time at.
+// markAt ends the current sequential phase at the monotonic time at, or,
+// while aside, the current phase beside them.
 func (t *startTrace) markAt(phase string, at int64) {
 	if t == nil || at == 0 {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.aside {
+		t.side = append(t.side, phase+" "+ms(at-t.sideLast)+" (at "+ms(t.sideLast-t.t0)+")")
+		t.sideLast = at
+		return
+	}
 	t.seq = append(t.seq, phase+" "+ms(at-t.last))
 	t.last = at
+}
+
+// besides makes the host's next phases run beside the helper's, which
+// started at the last mark: they are listed after "|" until rejoin.
+func (t *startTrace) besides() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.aside, t.seqLast, t.sideLast = true, t.last, t.last
+}
+
+// rejoin ends besides: the sequential phases go on from where they were.
+func (t *startTrace) rejoin() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.aside {
+		t.aside, t.last = false, t.seqLast
+	}
 }
 
 // span records a phase that ran beside the sequential ones.

@@ -554,16 +554,15 @@ func TestUnsupportedError(t *testing.T) {
 		}
 	}
 	// Refused namespaces are a kernel matter; a missing program is not.
-	sp := &spec{}
-	if err := startError("n", sp, false, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); !errors.Is(err, ErrUnsupported) || errors.Is(err, errUserNSRefused) {
+	if err := startError("n", false, false, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); !errors.Is(err, ErrUnsupported) || errors.Is(err, errUserNSRefused) {
 		t.Errorf("EPERM from clone: %v", err)
 	}
 	// With a user namespace asked for, the refusal sends the start to the
 	// reduced tier.
-	if err := startError("n", sp, true, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); !errors.Is(err, ErrUnsupported) || !errors.Is(err, errUserNSRefused) {
+	if err := startError("n", false, true, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); !errors.Is(err, ErrUnsupported) || !errors.Is(err, errUserNSRefused) {
 		t.Errorf("EPERM from clone with a user namespace: %v", err)
 	}
-	if err := startError("n", &spec{Off: true}, false, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); errors.Is(err, ErrUnsupported) {
+	if err := startError("n", true, false, &os.SyscallError{Syscall: "clone", Err: syscallErrno(1)}); errors.Is(err, ErrUnsupported) {
 		t.Errorf("EPERM unconfined: %v", err)
 	}
 }
@@ -820,7 +819,7 @@ func TestRollBack(t *testing.T) {
 	if !errors.Is(err, errThreadStuck) || !errors.Is(err, unix.EACCES) {
 		t.Fatalf("rollBack that cannot leave = %v, want errThreadStuck wrapping the join's error", err)
 	}
-	msg := startError("x", &spec{}, true, err).Error()
+	msg := startError("x", false, true, err).Error()
 	if strings.Contains(msg, "namespaces") || !strings.Contains(msg, "stuck in the server's cgroups") {
 		t.Errorf("startError of a stuck thread: %s", msg)
 	}
