@@ -101,8 +101,8 @@ func newCgroup(name string, l Limits) (*cgroup, error) {
 // newCgroup read from /proc/self/cgroup a moment before: that changes
 // nothing, and makes the move of the helper into the server's cgroup, a
 // few milliseconds later, fast. It is used where the helper is moved
-// (cgroup v2; on v1 the helper is started in its cgroups, see
-// threadIntoCgroups, and nothing is moved).
+// (cgroup v2; on v1 the helper's thread that starts the server joins the
+// server's cgroups itself, spec.CgroupsSelf, and no process is moved).
 //
 // Every move of a process between cgroups (a write of a pid to
 // cgroup.procs; v1 and v2 share the lock) first switches the kernel's
@@ -140,8 +140,8 @@ func startCgroup(name string, l Limits) *earlyCgroup {
 		e.cg, e.err = newCgroup(name, l)
 		close(e.done)
 		if e.err == nil && e.cg.version == 2 {
-			// On v1 the helper is started in its cgroups instead
-			// (threadIntoCgroups): no process moves.
+			// On v1 a thread of the helper joins them instead
+			// (spec.CgroupsSelf): no process moves.
 			warmCgroupMigration(e.cg.own)
 		}
 	}()
@@ -163,6 +163,14 @@ func (e *earlyCgroup) discard() {
 	if cg, err := e.get(); err == nil {
 		cg.remove()
 	}
+}
+
+// hostCgroupV1 reports whether newCgroup makes cgroup v1 directories for
+// this host's servers: the host is in a v1 pids hierarchy.
+func hostCgroupV1() bool {
+	v1, _, err := ownCgroups()
+	_, ok := v1["pids"]
+	return err == nil && ok
 }
 
 // ownCgroups reads the host process's own cgroups: v1 maps each v1

@@ -4,16 +4,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestCgroupJoin: a root host's helper, and so the server, is in the
-// server's cgroups before the server starts, both when it is started in
-// them (cgroup v1: the starting thread joins them for the fork) and when
-// it is moved there after its start (cgroup v2, or v1 when that fails);
-// no thread of the host stays in them.
+// TestCgroupJoin: a root host's server is in its cgroups from its first
+// process, both when the helper's thread that starts it joins them for the
+// fork (cgroup v1: the helper itself stays out, so they are empty as soon
+// as the server is) and when the host moves the helper into them right
+// after starting it (cgroup v2, or v1 when asked); no thread of the host
+// is in them, and Close removes them.
 func TestCgroupJoin(t *testing.T) {
 	requireConfinement(t)
 	if !dropsRoot() {
@@ -25,24 +28,26 @@ func TestCgroupJoin(t *testing.T) {
 			if !strings.HasPrefix(s.p.Limits(), "cgroup") {
 				t.Skipf("no cgroup here: %s", s.p.Limits())
 			}
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", s.p.helper.Pid))
-			if err != nil {
-				t.Fatal(err)
+			dirs := s.p.cgroupDirs
+			if len(dirs) == 0 {
+				t.Fatal("no cgroup directories")
 			}
-			leaves := 0
-			for _, line := range strings.Split(string(b), "\n") {
-				if strings.Contains(line, "/mcphost-hostile-") {
-					leaves++
+			helper := strconv.Itoa(s.p.helper.Pid)
+			helperIn := !move && hostCgroupV1()
+			for _, d := range dirs {
+				b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if want := len(s.p.joinDirs); leaves != want || want == 0 {
-				t.Errorf("the helper is in %d of the server's %d cgroups:\n%s", leaves, want, b)
-			}
-			// The server, a child of the helper, counts in the pids
-			// controller's cgroup.
-			for _, d := range s.p.joinDirs {
-				if n, ok := readCount(filepath.Join(d, "pids.current")); ok && n < 2 {
-					t.Errorf("%s counts %d processes, want the helper and the server", d, n)
+				procs := strings.Fields(string(b))
+				// The server is in each; the helper only where the host
+				// moved it.
+				if slices.Contains(procs, helper) == helperIn {
+					t.Errorf("%s holds %v: the helper (%s) in it is %v, want %v", d, procs, helper, !helperIn, !helperIn)
+				}
+				others := slices.DeleteFunc(slices.Clone(procs), func(p string) bool { return p == helper })
+				if len(others) == 0 {
+					t.Errorf("%s holds %v: not the server", d, procs)
 				}
 			}
 			tasks, _ := filepath.Glob("/proc/self/task/*/cgroup")
@@ -57,7 +62,7 @@ func TestCgroupJoin(t *testing.T) {
 			}
 			// Removed by Close itself: a host that exits right after it
 			// leaves none behind.
-			for _, d := range s.p.joinDirs {
+			for _, d := range dirs {
 				if _, err := os.Stat(d); err == nil {
 					t.Errorf("the server's cgroup %s is still there after Close", d)
 				}

@@ -78,6 +78,9 @@ type helper struct {
 	// idmapFDs are the idmapped mount trees the host sent with the spec,
 	// in the order of spec.Idmap.
 	idmapFDs []int
+	// cgroupTasks are the tasks files of spec.Cgroups, open for writing,
+	// with spec.CgroupsSelf: the thread that starts the server joins them.
+	cgroupTasks []int
 }
 
 // send writes r to the report pipe. A failed write means the host is gone;
@@ -185,6 +188,21 @@ func receiveSpec(f *os.File) (*spec, []int, error) {
 	return s, fds, nil
 }
 
+// openTasks opens the tasks file of each cgroup v1 directory in dirs for
+// writing.
+func openTasks(dirs []string) ([]int, error) {
+	var fds []int
+	for _, d := range dirs {
+		fd, err := unix.Open(d+"/tasks", unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			closeFDs(fds)
+			return nil, fmt.Errorf("%s: %w", d, err)
+		}
+		fds = append(fds, fd)
+	}
+	return fds, nil
+}
+
 // closeFDs closes each of fds.
 func closeFDs(fds []int) {
 	for _, fd := range fds {
@@ -264,18 +282,24 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 		h.fail(err)
 		return exitNoConfin
 	}
+	if s.CgroupsSelf {
+		// Opened while the host's tree is in view, before the new root.
+		if h.cgroupTasks, err = openTasks(s.Cgroups); err != nil {
+			h.fail(failedStep("opening the server's cgroups", err))
+			return exitNoConfin
+		}
+	}
 	userNS, code := h.enterMounts(s)
 	if code != 0 {
 		return code
 	}
 	helperMark()
-	// The helper is in the server's cgroups from its fork (cgroup v1:
-	// the host's starting thread joins them for the fork) or from a move
+	// Without CgroupsSelf the helper is in the server's cgroups from a move
 	// the host makes right after starting it (v2; that move waits for an
 	// RCU grace period, which so overlaps this process's start and
-	// mounts). Either way the host says so with one byte after the spec,
-	// and the server, forked below, is counted from its first process on.
-	if len(s.Cgroups) > 0 {
+	// mounts), and the host says so with one byte after the spec. Either
+	// way the server, forked below, is counted from its first process on.
+	if len(s.Cgroups) > 0 && !s.CgroupsSelf {
 		if err := waitCgroupJoin(lifeline); err != nil {
 			h.fail(err)
 			return exitNoConfin
@@ -404,7 +428,9 @@ func (h *helper) confineAndSupervise(s *spec, abi int, userNS bool, lifeline *os
 		h.fail(failedStep("opening the paths of the Landlock rules", err))
 		return exitNoConfin
 	}
-	pid, listener, err := startConfined(s, rules, abi)
+	pid, listener, err := startConfined(s, rules, abi, h.cgroupTasks)
+	closeFDs(h.cgroupTasks)
+	h.cgroupTasks = nil
 	if err != nil {
 		h.fail(err)
 		return exitCodeOf(err)
@@ -444,7 +470,7 @@ func confinementABI(s *spec) (int, error) {
 // So one locked thread confines itself and starts the server, which
 // inherits all of it; the rest of the helper stays as it was and
 // supervises. It closes rules.
-func startConfined(s *spec, rules []llRule, abi int) (pid, listener int, err error) {
+func startConfined(s *spec, rules []llRule, abi int, tasks []int) (pid, listener int, err error) {
 	type result struct {
 		pid, listener int
 		err           error
@@ -454,6 +480,18 @@ func startConfined(s *spec, rules []llRule, abi int) (pid, listener int, err err
 		runtime.LockOSThread()
 		// Never unlocked: when this goroutine returns, the runtime ends
 		// the confined thread instead of running other goroutines on it.
+		// That also takes it out of the server's cgroups, which it joins
+		// first (cgroup v1 counts threads, and a thread's move of itself
+		// waits for no RCU grace period, where a process's does): the
+		// server, its child, is born in them, and the rest of the helper
+		// never is, so the cgroups are empty as soon as the server's
+		// processes are gone.
+		for _, fd := range tasks {
+			if _, err := unix.Write(fd, []byte("0")); err != nil {
+				done <- result{0, -1, failedStep("joining the server's cgroup", err)}
+				return
+			}
+		}
 		pid, listener, err := confineAndStart(s, rules, abi)
 		done <- result{pid, listener, err}
 	}()

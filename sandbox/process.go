@@ -184,19 +184,15 @@ type Process struct {
 	// server (cgroup.hits); both nil without a cgroup.
 	removeCgroup func() error
 	limitHits    func() string
+	cgroupDirs   []string // the server's cgroups (for tests)
 
-	// joinDirs, on a root host, are the server's cgroups, which run
-	// starts the helper in (v1) or moves it into right after starting it;
-	// joined gets the result (for the spec writer), joinErr keeps a
-	// failure (under mu).
+	// joinDirs, on a root host without spec.CgroupsSelf (cgroup v2), are
+	// the server's cgroups, which run moves the helper into right after
+	// starting it; joined gets the result (for the spec writer), joinErr
+	// keeps a failure (under mu).
 	joinDirs []string
-	joinV1   bool // run starts the helper in them (threadIntoCgroups)
-	// netns, on a root host, is the server's network namespace, which
-	// run starts the helper in (netns_linux.go); nil where the clone
-	// makes it. Start closes it once run has started the helper.
-	netns   *os.File
-	joined  chan error
-	joinErr error
+	joined   chan error
+	joinErr  error
 
 	// trace: Start traced itself, so Close does too
 	// (MCPHOST_START_TRACE); traceExeced and traceJoin are run's
@@ -316,14 +312,14 @@ func (p *Process) close(grace time.Duration) error {
 	// gone and reaped (alone), a moment before the helper itself exits:
 	// nothing of the server is left, and the helper, whose last act that
 	// report was, is reaped in the background (run). Otherwise, or when
-	// the server's cgroup is to be removed (it holds the helper until the
-	// helper has exited, and a host that exits right after Close would
-	// leave it behind), Close waits for it. Leaving that removal to the
-	// background saved 0.7 ms of a close and was tried: a host that exits
-	// right after Close (the CLI) then left an empty cgroup beneath its
-	// own, which keeps whoever made the host's cgroup (a test, a service
-	// manager) from removing it until some later start sweeps it.
-	if !p.helperAlone() || p.removeCgroup != nil {
+	// the host moved the helper into the server's cgroups (cgroup v2:
+	// they hold it until it has exited), Close waits for it, and then
+	// removes the cgroups: left to the background, a host that exits right
+	// after Close (the CLI) would leave them beneath its own cgroup, which
+	// keeps whoever made that (a test, a service manager) from removing it
+	// until some later start sweeps them. On cgroup v1 the helper is never
+	// in them (spec.CgroupsSelf): they are empty once the server is.
+	if !p.helperAlone() || p.joinDirs != nil {
 		if err := p.waitExited(); err != nil {
 			errs = append(errs, err)
 		}

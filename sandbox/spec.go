@@ -89,12 +89,17 @@ type spec struct {
 	// at most maxIdmap), instead of from its own view of the host's tree.
 	Idmap []string `json:"idmap,omitempty"`
 
-	// Cgroups are the server's cgroup directories. The host starts the
-	// helper in them (v1) or moves it into them right after starting it
-	// (v2, beside the helper's own start: the move waits for an RCU grace
-	// period) and then writes cgroupJoined on the spec pipe; the helper
-	// does not start the server before it has read that byte.
-	Cgroups []string `json:"cgroups,omitempty"`
+	// Cgroups are the server's cgroup directories. With CgroupsSelf
+	// (cgroup v1) the thread of the helper that starts the server joins
+	// them for the fork (each tasks file, opened before the new root), so
+	// the server is born in them and the helper stays out. Otherwise (v2,
+	// where one process's threads share their cgroups) the host moves the
+	// helper into them right after starting it (beside the helper's own
+	// start: the move waits for an RCU grace period) and then writes
+	// cgroupJoined on the spec socket; the helper does not start the
+	// server before it has read that byte.
+	Cgroups     []string `json:"cgroups,omitempty"`
+	CgroupsSelf bool     `json:"cgroups_self,omitempty"`
 	// Trace asks the helper for its timestamps in the Started report
 	// (MCPHOST_START_TRACE).
 	Trace bool `json:"trace,omitempty"`
@@ -126,10 +131,6 @@ type spec struct {
 	Tmp     string `json:"tmp,omitempty"`
 	TmpSize int64  `json:"tmp_size,omitempty"`
 
-	// cgroupV1 says Cgroups are cgroup v1 directories, which the thread
-	// that starts the helper can join for the fork (threadIntoCgroups), on
-	// the host's side.
-	cgroupV1 bool
 	// idmapFiles are those trees, on the host's side.
 	idmapFiles []*os.File
 	// proxy serves the connections to the proxy port, on the host's side.
@@ -203,6 +204,9 @@ func (s *spec) check() error {
 	}
 	if s.Reduced && (s.Off || len(s.Hide) > 0 || len(s.Links) > 0 || len(s.Idmap) > 0 || len(s.Cgroups) > 0 || s.Tmp != "" || len(s.Protect) > 0 || len(s.UserNSLimits) > 0) {
 		return errors.New("reduced with namespaces' settings")
+	}
+	if s.CgroupsSelf && (len(s.Cgroups) == 0 || s.Off || s.Reduced) {
+		return errors.New("cgroups_self without cgroups of a confined server")
 	}
 	if !s.Probe {
 		if !isCanonical(s.Path) {

@@ -45,9 +45,6 @@ type startOptions struct {
 	// trace, when set, collects the phases of this start
 	// (MCPHOST_START_TRACE).
 	trace *startTrace
-	// badNetns replaces the network namespace made beforehand by a
-	// descriptor setns refuses, to exercise the clone's own.
-	badNetns bool
 }
 
 // Start starts the server cfg describes, confined unless cfg.Off, and
@@ -83,20 +80,15 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		return nil, invalidConfig(cfg.Name, err)
 	}
 	var early *earlyCgroup
-	var netns *earlyNetns
 	var lease *serverIDLease
 	var sp *spec
 	var st *started // a root host's helper, started before its spec is ready
-	var leaseTaken bool
+	var leaseTaken, selfJoin bool
 	var err error
 	if !cfg.Off && dropsRoot() {
-		// The server's cgroups and its network namespace need nothing of
-		// what follows: they are made meanwhile.
+		// The server's cgroups need nothing of what follows: they are
+		// made meanwhile.
 		early = startCgroup(cfg.Name, cfg.Limits.withDefaults())
-		if !cfg.Network {
-			netns = startNetns()
-		}
-		defer netns.discard() // once taken, nothing
 		if lease, err = takeServerID(); err != nil {
 			early.discard()
 			return nil, unsupported(cfg.Name, "no uid of its own for the server: "+err.Error()+"; or run the host as an ordinary user")
@@ -114,16 +106,14 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		go warmOwnerUserNS(cfg.Worktree, lease.uid)
 		// Then the helper itself, which needs none of the spec to start:
 		// its runtime starts while the host prepares the spec below,
-		// which deliver then hands it (and checks that it agrees).
-		cg, cgErr := early.get()
-		nsFile := netns.take()
-		if opts.badNetns && nsFile != nil {
-			nsFile.Close()
-			nsFile, _ = os.Open(os.DevNull)
-		}
+		// which deliver then hands it (and checks that it agrees). On
+		// cgroup v1 the helper's thread that starts the server joins the
+		// server's cgroups itself (spec.CgroupsSelf), so the helper's
+		// start waits for nothing of them; on v2 the host moves the
+		// helper into them right after starting it.
+		selfJoin = !opts.moveHelper && hostCgroupV1()
 		cl := clone{
 			network:  cfg.Network,
-			netns:    nsFile,
 			proxy:    cfg.Proxy != nil && !cfg.Network,
 			fileSize: cfg.Limits.withDefaults().FileSize,
 			lease:    lease,
@@ -131,14 +121,13 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		if _, ok := cfg.Proxy.(DirectProxy); ok && cl.proxy {
 			cl.direct = true
 		}
-		if cgErr == nil {
-			cl.cgroups, cl.cgroupV1 = cg.dirs, cg.version == 1
+		if !selfJoin {
+			if cg, err := early.get(); err == nil {
+				cl.cgroups = cg.dirs
+			}
 		}
-		tr.mark("cgroup-netns")
+		tr.mark("lease")
 		st, err = spawn(cfg.Name, cl, false, cfg.Stderr, opts, &leaseTaken)
-		if cl.netns != nil {
-			cl.netns.Close() // the helper was started in it, or not at all
-		}
 		if err != nil {
 			early.discard()
 			return nil, err
@@ -210,7 +199,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			tr.mark("idmap")
 		}
 		cg, limits = applyLimits(sp, cfg.Name, cfg.Limits.withDefaults(), early)
-		sp.cgroupV1 = cg != nil && cg.version == 1
+		sp.CgroupsSelf = selfJoin && cg != nil && cg.version == 1
 		tr.mark("cgroup")
 	}
 	var p *Process
@@ -273,6 +262,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		// returns.
 		p.mu.Lock()
 		p.removeCgroup, p.limitHits = cg.remove, cg.hits
+		p.cgroupDirs = cg.dirs
 		p.mu.Unlock()
 	}
 	p.tempDir = tmp
@@ -923,22 +913,24 @@ func singleLink(p string, st fs.FileInfo) error {
 // it); then deliver checks that the spec agrees.
 type clone struct {
 	off, reduced, network bool
-	netns                 *os.File // made beforehand (netns_linux.go), or nil
-	proxy, direct         bool     // a proxy socketpair; the helper's caps
-	userNSLimits          bool     // the helper's CAP_SYS_RESOURCE
+	proxy, direct         bool // a proxy socketpair; the helper's caps
+	userNSLimits          bool // the helper's CAP_SYS_RESOURCE
 	fileSize              int64
-	cgroups               []string
-	cgroupV1              bool
+	cgroups               []string // for the host to move the helper into (not spec.CgroupsSelf)
 	lease                 *serverIDLease
 }
 
 // cloneOf is what sp says the helper's start needs.
 func cloneOf(sp *spec) clone {
-	return clone{
+	cl := clone{
 		off: sp.Off, reduced: sp.Reduced, network: sp.Network,
 		proxy: sp.Proxy != 0, direct: sp.Direct != nil, userNSLimits: len(sp.UserNSLimits) > 0,
-		fileSize: sp.FileSize, cgroups: sp.Cgroups, cgroupV1: sp.cgroupV1, lease: sp.lease,
+		fileSize: sp.FileSize, lease: sp.lease,
 	}
+	if !sp.CgroupsSelf {
+		cl.cgroups = sp.Cgroups
+	}
+	return cl
 }
 
 // agrees reports whether cl, which started the helper, is what sp needs.
@@ -946,8 +938,7 @@ func (cl clone) agrees(sp *spec) bool {
 	want := cloneOf(sp)
 	return want.off == cl.off && want.reduced == cl.reduced && want.network == cl.network &&
 		want.proxy == cl.proxy && want.direct == cl.direct && want.userNSLimits == cl.userNSLimits &&
-		want.fileSize == cl.fileSize && slices.Equal(want.cgroups, cl.cgroups) && want.cgroupV1 == cl.cgroupV1 &&
-		want.lease == cl.lease
+		want.fileSize == cl.fileSize && slices.Equal(want.cgroups, cl.cgroups) && want.lease == cl.lease
 }
 
 // started is a helper started and waiting for its spec.
@@ -1021,7 +1012,6 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
 
-	var netnsFile *os.File
 	attr := &syscall.SysProcAttr{
 		// No controlling terminal: a server must not be able to open
 		// /dev/tty and push keystrokes into the user's shell (TIOCSTI).
@@ -1033,12 +1023,7 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 		// namespace) every process of the server.
 		attr.Pdeathsig = syscall.SIGKILL
 		attr.Cloneflags = unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWIPC
-		switch {
-		case cl.network:
-		case cl.netns != nil && !userNS:
-			// run enters it for the fork.
-			netnsFile = cl.netns
-		default:
+		if !cl.network {
 			attr.Cloneflags |= unix.CLONE_NEWNET
 		}
 		if userNS {
@@ -1100,13 +1085,10 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 		reportDone: make(chan struct{}),
 		exited:     make(chan struct{}),
 		lease:      cl.lease,
-		netns:      netnsFile,
 	}
 	if len(cl.cgroups) > 0 {
-		// run starts the helper in them, or moves it there as soon as
-		// it exists.
+		// run moves the helper there as soon as it exists.
 		p.joinDirs = cl.cgroups
-		p.joinV1 = cl.cgroupV1 && !opts.moveHelper
 		p.joined = make(chan error, 1)
 	}
 	ran := make(chan error, 1)
@@ -1309,10 +1291,6 @@ func socketPairUnlessFailed(err *error) (r, w *os.File) {
 
 // startError explains a failure to start the helper process itself.
 func startError(name string, off, userNS bool, err error) error {
-	if errors.Is(err, errThreadStuck) {
-		// Not the namespaces: the cgroups, whose errors carry an errno.
-		return fmt.Errorf("sandbox: server %q: %w", name, err)
-	}
 	if !off {
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
@@ -1350,44 +1328,9 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 	runtime.LockOSThread()
 	defer close(p.exited)
 	cmd := newCmd(path)
-	// On cgroup v1 this thread joins the server's cgroups for the fork,
-	// so the helper is born in them and nothing needs to move it (a move
-	// of a process waits for an RCU grace period, 8 to 24 ms here; a
-	// thread's move of itself does not).
-	var back []string
-	bornIn := false
-	var stuck error
-	if p.joinV1 {
-		b, err := threadIntoCgroups(p.joinDirs)
-		switch {
-		case err == nil:
-			back, bornIn = b, true
-		case errors.Is(err, errThreadStuck):
-			// Half in the server's cgroups and not back out: this
-			// thread, which lives as long as the helper, would be
-			// counted there (and keep them from being removed).
-			stuck = err
-		}
-		// Else the helper is moved there once it exists, below.
-	}
-	err := stuck
-	var leaveNetns func() error
-	if err == nil && p.netns != nil {
-		// Likewise into the server's network namespace, made beforehand
-		// (netns_linux.go). Where this thread cannot enter it, the clone
-		// makes one: the helper is never born in the host's.
-		l, nerr := enterNetns(int(p.netns.Fd()))
-		if nerr != nil {
-			cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWNET
-		} else {
-			leaveNetns = l
-		}
-	}
-	if err == nil {
-		err = cmd.Start()
-	}
+	err := cmd.Start()
 	p.traceExeced = monoNow() // the helper runs from here on
-	if err != nil && stuck == nil && path != selfExe {
+	if err != nil && path != selfExe {
 		cmd = newCmd(selfExe)
 		if err2 := cmd.Start(); err2 != nil {
 			err = err2
@@ -1396,21 +1339,6 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 			err = nil
 		}
 		p.traceExeced = monoNow()
-	}
-	if leaveNetns != nil {
-		// A thread that stays in the server's namespace is harmless
-		// here: this goroutine never unlocks it, so it ends with run, and
-		// the runtime clones no thread from a locked one.
-		leaveNetns()
-	}
-	if bornIn {
-		if berr := threadOutOfCgroups(back); berr != nil && err == nil {
-			// This thread lives as long as the helper: it must not stay
-			// counted in the server's cgroups. Give up the start.
-			cmd.Process.Kill()
-			cmd.Wait()
-			err = fmt.Errorf("%w: leaving them after the helper's start: %w", errThreadStuck, berr)
-		}
 	}
 	if err != nil {
 		if p.lease != nil {
@@ -1424,11 +1352,7 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 	}
 	p.helper = cmd.Process
 	started <- nil
-	if p.joinDirs != nil && bornIn {
-		// Born in them.
-		p.traceJoin = [2]int64{p.traceExeced, p.traceExeced}
-		p.joined <- nil
-	} else if p.joinDirs != nil {
+	if p.joinDirs != nil {
 		// The helper is not reaped before this is done, so its pid names
 		// it and no other process.
 		from := monoNow()
@@ -1468,69 +1392,6 @@ func joinCgroups(dirs []string, pid int) error {
 		}
 	}
 	return nil
-}
-
-// threadIntoCgroups moves the calling thread, which must be locked, into
-// the cgroup v1 directories dirs (writing 0 to their tasks files: the
-// thread alone, which the kernel does without the grace period a
-// process's move waits for), so that a process it forks starts in them.
-// It returns the tasks files of the thread's own cgroups, for
-// threadOutOfCgroups; after an error the thread is where it was.
-func threadIntoCgroups(dirs []string) ([]string, error) {
-	own, err := os.ReadFile("/proc/thread-self/cgroup")
-	if err != nil {
-		return nil, err
-	}
-	paths := map[string]string{} // v1 controller -> this thread's cgroup
-	for _, line := range strings.Split(string(own), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 || parts[1] == "" {
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			paths[c] = parts[2]
-		}
-	}
-	var back []string
-	for _, d := range dirs {
-		rel, ok := strings.CutPrefix(d, cgroupRoot+"/")
-		ctl, _, _ := strings.Cut(rel, "/")
-		p, known := paths[ctl]
-		if !ok || !known {
-			return nil, rollBack(back, fmt.Errorf("no cgroup v1 hierarchy for %s", d))
-		}
-		if err := os.WriteFile(d+"/tasks", []byte("0"), 0); err != nil {
-			return nil, rollBack(back, err)
-		}
-		back = append(back, filepath.Join(cgroupRoot, ctl, p, "tasks"))
-	}
-	return back, nil
-}
-
-// errThreadStuck says the thread that starts a helper joined some of the
-// server's cgroups and could not be moved back out of them.
-var errThreadStuck = errors.New("the thread that starts the sandbox helper is stuck in the server's cgroups")
-
-// rollBack moves the calling thread back out of the cgroups it joined
-// (back) after err stopped it joining the rest, and returns err, or, when
-// the thread cannot be moved back, an error wrapping errThreadStuck too.
-func rollBack(back []string, err error) error {
-	if berr := threadOutOfCgroups(back); berr != nil {
-		return fmt.Errorf("%w: joining them failed (%w), and so did leaving them: %w", errThreadStuck, err, berr)
-	}
-	return err
-}
-
-// threadOutOfCgroups moves the calling thread back into the cgroups whose
-// tasks files are back.
-func threadOutOfCgroups(back []string) error {
-	var errs []error
-	for _, t := range back {
-		if err := os.WriteFile(t, []byte("0"), 0); err != nil {
-			errs = append(errs, fmt.Errorf("moving the thread that started the sandbox helper back into %s: %w", filepath.Dir(t), err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // joinError is why run could not move the helper into the server's

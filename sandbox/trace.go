@@ -13,8 +13,8 @@ import (
 // stderr with the duration of each of its phases, the helper's included,
 // and each Close one line with its own; for example
 //
-//	mcphost-sandbox: start "one": total 10.24ms: cgroup-netns 1.49 helper-file 0.09 pipes 0.01 clone-exec 0.68 helper-runtime 1.77 helper-spec 0.36 helper-binds 1.50 helper-readonly 2.35 helper-join-wait 0.01 helper-confine-exec 1.55 report 0.42 finish 0.01 | prepare 1.14 (at 2.27) idmap 0.12 (at 3.41) cgroup 0.01 (at 3.53) host-cgroup-join 0.00 (at 2.27)
-//	mcphost-sandbox: close "one": total 2.98ms: server-done 2.02 helper-exit 0.64 stderr-stdout 0.01 cgroup-remove 0.09 tmp-remove 0.23
+//	mcphost-sandbox: start "one": total 10.34ms: lease 0.24 helper-file 0.09 pipes 0.01 clone-exec 2.04 helper-runtime 2.76 helper-spec 0.75 helper-binds 1.80 helper-readonly 0.81 helper-join-wait 0.00 helper-confine-exec 1.45 report 0.37 finish 0.01 | prepare 1.21 (at 2.38) idmap 0.13 (at 3.59) cgroup 0.01 (at 3.72)
+//	mcphost-sandbox: close "one": total 3.74ms: server-done 2.91 stderr-stdout 0.06 cgroup-remove 0.15 tmp-remove 0.63
 //
 // (durations in milliseconds). Phases that run beside others are listed
 // after a "|" with their own durations and when they began: on a root

@@ -806,25 +806,6 @@ func TestSeccompSockets(t *testing.T) {
 	}
 }
 
-// TestRollBack: a thread that joined some of a server's cgroups and cannot
-// leave them again is reported as stuck (the start then fails: that thread
-// lives as long as the helper), and as a cgroup problem, not a namespace
-// one; one that could leave them gets the join's own error.
-func TestRollBack(t *testing.T) {
-	joinErr := &os.PathError{Op: "write", Path: "/sys/fs/cgroup/pids/x/tasks", Err: unix.EACCES}
-	if err := rollBack(nil, joinErr); err != joinErr {
-		t.Errorf("rollBack with nothing to leave = %v, want the join's error", err)
-	}
-	err := rollBack([]string{filepath.Join(t.TempDir(), "gone", "tasks")}, joinErr)
-	if !errors.Is(err, errThreadStuck) || !errors.Is(err, unix.EACCES) {
-		t.Fatalf("rollBack that cannot leave = %v, want errThreadStuck wrapping the join's error", err)
-	}
-	msg := startError("x", false, true, err).Error()
-	if strings.Contains(msg, "namespaces") || !strings.Contains(msg, "stuck in the server's cgroups") {
-		t.Errorf("startError of a stuck thread: %s", msg)
-	}
-}
-
 // TestSeccompRules runs the filter's other rules in the interpreter, in
 // the full tier's settings and the reduced tier's: what the calls it
 // names get, and that a call it does not name is allowed.

@@ -1,0 +1,82 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+)
+
+// TestNetnsOwn: every server without the network is in a new, empty
+// network namespace of its own, never the host's nor another server's
+// (the helper is now started before its spec is ready: the namespace is
+// still made at its clone).
+func TestNetnsOwn(t *testing.T) {
+	requireConfinement(t)
+	host, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	sessions := make([]*session, n)
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sessions[i] = startHostile(t, Config{Name: fmt.Sprintf("net%d", i), Worktree: t.TempDir()})
+		}()
+	}
+	wg.Wait()
+	seen := map[string]int{}
+	for i, s := range sessions {
+		if s == nil {
+			t.FailNow()
+		}
+		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", s.p.helper.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ns == host {
+			t.Errorf("server %d is in the host's network namespace %s", i, ns)
+		}
+		if j, ok := seen[ns]; ok {
+			t.Errorf("servers %d and %d share the network namespace %s", j, i, ns)
+		}
+		seen[ns] = i
+		if got := s.must("interfaces").Out; got != "lo up=false addrs=0" {
+			t.Errorf("server %d sees interfaces %q, want only lo, down", i, got)
+		}
+	}
+}
+
+// TestCloneAgrees: deliver refuses a spec that needs another start of the
+// helper than the one it had (a root host starts the helper before its
+// spec is ready): every field of clone counts.
+func TestCloneAgrees(t *testing.T) {
+	lease := &serverIDLease{}
+	base := func() *spec {
+		return &spec{FileSize: 1 << 20, Cgroups: []string{"/sys/fs/cgroup/pids/x"}, lease: lease}
+	}
+	if !cloneOf(base()).agrees(base()) {
+		t.Fatal("a spec disagrees with its own clone")
+	}
+	for name, change := range map[string]func(*spec){
+		"off":          func(s *spec) { s.Off = true },
+		"reduced":      func(s *spec) { s.Reduced = true },
+		"network":      func(s *spec) { s.Network = true },
+		"proxy":        func(s *spec) { s.Proxy = ProxyPort },
+		"direct":       func(s *spec) { s.Direct = &directSpec{} },
+		"userNSLimits": func(s *spec) { s.UserNSLimits = map[string]int64{"max_inotify_instances": 1} },
+		"fileSize":     func(s *spec) { s.FileSize++ },
+		"cgroups":      func(s *spec) { s.Cgroups = append(s.Cgroups, "/sys/fs/cgroup/memory/x") },
+		"CgroupsSelf":  func(s *spec) { s.CgroupsSelf = true },
+		"lease":        func(s *spec) { s.lease = &serverIDLease{} },
+	} {
+		sp := base()
+		change(sp)
+		if cloneOf(base()).agrees(sp) {
+			t.Errorf("a spec with another %s agrees", name)
+		}
+	}
+}
