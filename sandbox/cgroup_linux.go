@@ -20,11 +20,12 @@ import (
 const cgroupRoot = "/sys/fs/cgroup"
 
 // cgroup is the cgroup (v2) or pair of cgroups (v1: pids and memory) the
-// host made for one server. The helper is in them before it starts the
-// server (forked by a host thread that joined them, or moved there by the
-// host), so every process of the server is counted from its first.
+// host made for one server. The server is born in them (v1: the helper's
+// thread that forks it joins them first, spec.CgroupsSelf; v2: the host
+// moves the helper into them before it forks the server), so every
+// process of the server is counted from its first.
 type cgroup struct {
-	dirs    []string // the directories the helper is put in (cgroup.procs)
+	dirs    []string // the server's cgroup directories
 	memDir  string   // where the memory controller's files are
 	pidsDir string   // where the pids controller's files are
 	version int      // 1 or 2

@@ -71,7 +71,7 @@
 // the namespace, so a daemon that called setsid and double-forked cannot
 // outlive its server. The helper dies with the host: Pdeathsig (set from a
 // thread that lives exactly as long as the helper) and, independently, a
-// lifeline pipe whose EOF makes the helper kill everything. A cgroup would
+// lifeline socket whose EOF makes the helper kill everything. A cgroup would
 // also do, but needs a delegated cgroup tree that ordinary users often do
 // not have; a PID namespace needs nothing.
 //

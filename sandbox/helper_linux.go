@@ -79,8 +79,10 @@ type helper struct {
 	// in the order of spec.Idmap.
 	idmapFDs []int
 	// cgroupTasks are the tasks files of spec.Cgroups, open for writing,
-	// with spec.CgroupsSelf: the thread that starts the server joins them.
+	// with spec.CgroupsSelf: the thread that starts the server joins them,
+	// and joinedTID is that thread, which ends after the fork.
 	cgroupTasks []int
+	joinedTID   int
 }
 
 // send writes r to the report pipe. A failed write means the host is gone;
@@ -309,7 +311,7 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 	return h.confineAndSupervise(s, abi, userNS, lifeline, true)
 }
 
-// cgroupJoined is the byte the host writes on the spec pipe, after the
+// cgroupJoined is the byte the host writes on the spec socket, after the
 // spec, once it has moved the helper into every cgroup of spec.Cgroups.
 const cgroupJoined = 'j'
 
@@ -428,7 +430,10 @@ func (h *helper) confineAndSupervise(s *spec, abi int, userNS bool, lifeline *os
 		h.fail(failedStep("opening the paths of the Landlock rules", err))
 		return exitNoConfin
 	}
-	pid, listener, err := startConfined(s, rules, abi, h.cgroupTasks)
+	pid, listener, tid, err := startConfined(s, rules, abi, h.cgroupTasks)
+	if len(h.cgroupTasks) > 0 {
+		h.joinedTID = tid
+	}
 	closeFDs(h.cgroupTasks)
 	h.cgroupTasks = nil
 	if err != nil {
@@ -470,14 +475,17 @@ func confinementABI(s *spec) (int, error) {
 // So one locked thread confines itself and starts the server, which
 // inherits all of it; the rest of the helper stays as it was and
 // supervises. It closes rules.
-func startConfined(s *spec, rules []llRule, abi int, tasks []int) (pid, listener int, err error) {
+//
+// The thread joins the cgroups of tasks, if any, first; tid names it.
+func startConfined(s *spec, rules []llRule, abi int, tasks []int) (pid, listener, tid int, err error) {
 	type result struct {
-		pid, listener int
-		err           error
+		pid, listener, tid int
+		err                error
 	}
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
+		tid := unix.Gettid()
 		// Never unlocked: when this goroutine returns, the runtime ends
 		// the confined thread instead of running other goroutines on it.
 		// That also takes it out of the server's cgroups, which it joins
@@ -485,19 +493,35 @@ func startConfined(s *spec, rules []llRule, abi int, tasks []int) (pid, listener
 		// waits for no RCU grace period, where a process's does): the
 		// server, its child, is born in them, and the rest of the helper
 		// never is, so the cgroups are empty as soon as the server's
-		// processes are gone.
+		// processes and this thread are gone (supervise checks the
+		// thread, joinedTID, before it reports the server alone).
 		for _, fd := range tasks {
 			if _, err := unix.Write(fd, []byte("0")); err != nil {
-				done <- result{0, -1, failedStep("joining the server's cgroup", err)}
+				done <- result{0, -1, tid, failedStep("joining the server's cgroup", err)}
 				return
 			}
 		}
 		pid, listener, err := confineAndStart(s, rules, abi)
-		done <- result{pid, listener, err}
+		done <- result{pid, listener, tid, err}
 	}()
 	res := <-done
 	closeRules(rules)
-	return res.pid, res.listener, res.err
+	return res.pid, res.listener, res.tid, res.err
+}
+
+// threadGone waits up to d for the thread tid of this process to end,
+// and reports whether it did.
+func threadGone(tid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if err := unix.Tgkill(unix.Getpid(), tid, 0); err == unix.ESRCH {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 }
 
 // exitCodeOf is the helper's exit code for a failure to confine or start.
@@ -707,6 +731,13 @@ func (h *helper) supervise(server int, conf string, lifeline *os.File, confined 
 		alone = reapNamespace(5 * time.Second)
 	} else {
 		alone = killDescendants(5 * time.Second)
+	}
+	if alone && h.joinedTID != 0 {
+		// The thread that joined the server's cgroups to fork it ended
+		// right after, nearly always long ago; "alone" also tells the
+		// host that the cgroups are empty (spec.CgroupsSelf), so make
+		// sure, or let the host wait for this process's exit.
+		alone = threadGone(h.joinedTID, 2*time.Second)
 	}
 	if alone {
 		// Nothing of the server is left to write to stderr, and the host

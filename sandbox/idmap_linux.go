@@ -114,15 +114,16 @@ func ownerUserNS(uid, gid, as uint32) (int, error) {
 }
 
 // warmOwnerUserNS makes, before the idmapped trees that need them, the
-// user namespaces (ownerUserNS) that map the host's own files (the
-// server's TMPDIR) and the worktree's owner's to the server uid as, which
-// most starts need. An error is left for the idmapped tree that meets it.
+// user namespaces (ownerUserNS) that map the worktree's owner and the
+// host's own uid (the owner of a home or grant the host made) to the
+// server uid as, which most starts need; where both are one, one. An
+// error is left for the idmapped tree that meets it.
 func warmOwnerUserNS(worktree string, as uint32) {
-	ownerUserNS(uint32(os.Getuid()), uint32(os.Getgid()), as)
 	var st unix.Stat_t
 	if worktree != "" && unix.Stat(worktree, &st) == nil {
 		ownerUserNS(st.Uid, st.Gid, as)
 	}
+	ownerUserNS(uint32(os.Getuid()), uint32(os.Getgid()), as)
 }
 
 // idmappedTree returns a detached copy of the mount tree at p (opened

@@ -150,7 +150,7 @@ type Process struct {
 	tempDir     string
 	tempHome    string // removed by Close too, if not ""
 	helper      *os.Process
-	// lifeline is the host's end of the spec pipe. The helper ends the
+	// lifeline is the host's end of the spec socket. The helper ends the
 	// server when it reads EOF: when Close closes it, or when the host
 	// dies and the kernel closes it.
 	lifeline     *os.File
@@ -263,11 +263,12 @@ const (
 // setsid and double-forked included), waits for them, closes Stdin and
 // Stdout and removes TempDir. It first closes Stdin and gives the server up
 // to grace to exit on its own, then kills everything. Where the sandbox's
-// helper reported that it reaped every process of the server itself and
-// the server has no cgroup (which can only be removed once the helper is
-// gone), Close does not wait for the helper's own exit (the kernel's
-// teardown of the namespaces, about a millisecond): the helper is reaped
-// in the background.
+// helper reported that it reaped every process of the server itself, and
+// the helper is not in the server's cgroups (it is not on cgroup v1, nor
+// without cgroups; on v2 they hold it until it is gone), Close does not
+// wait for the helper's own exit (the kernel's teardown of the
+// namespaces, about a millisecond): the helper is reaped in the
+// background.
 //
 // Close is idempotent and safe to call concurrently and after the server
 // died; every call returns the first call's result. It returns within

@@ -142,7 +142,7 @@ type spec struct {
 	leaseTaken bool
 }
 
-// encodeSpec returns the bytes the host writes to the helper's spec pipe.
+// encodeSpec returns the bytes the host writes to the helper's spec socket.
 func encodeSpec(s *spec) ([]byte, error) {
 	body, err := json.Marshal(s)
 	if err != nil {
@@ -164,7 +164,7 @@ func encodeSpec(s *spec) ([]byte, error) {
 var errBadSpec = errors.New("bad sandbox spec")
 
 // decodeSpec reads one spec from r, leaving r positioned after it (the
-// host keeps the pipe open as a lifeline and the helper reads on to see it
+// host keeps the socket open as a lifeline and the helper reads on to see it
 // close), and checks it.
 func decodeSpec(r io.Reader) (*spec, error) {
 	head := make([]byte, len(specMagic)+4)

@@ -19,9 +19,8 @@ import (
 // (durations in milliseconds). Phases that run beside others are listed
 // after a "|" with their own durations and when they began: on a root
 // host, the host's preparation of the spec, which runs while the helper
-// starts (the helper's helper-spec includes waiting for it), and the
-// host's move of the helper into the server's cgroups, where it is not
-// started in them.
+// starts (the helper's helper-spec includes waiting for it), and, on
+// cgroup v2, the host's move of the helper into the server's cgroups.
 // The helper's timestamps are CLOCK_MONOTONIC, which host and helper
 // share (no time namespace is made), so its phases sit on the host's
 // timeline. See BENCHMARKS.md for what the phases are.
