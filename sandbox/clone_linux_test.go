@@ -1,8 +1,13 @@
 package sandbox
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -78,5 +83,33 @@ func TestCloneAgrees(t *testing.T) {
 		if cloneOf(base()).agrees(sp) {
 			t.Errorf("a spec with another %s agrees", name)
 		}
+	}
+}
+
+// TestTooManyIdmaps: a root host's server with more granted paths to
+// idmap than one start can pass to the helper (maxIdmap) is refused as a
+// config error that says what to do, and leaves nothing behind.
+func TestTooManyIdmaps(t *testing.T) {
+	requireConfinement(t)
+	if !dropsRoot() {
+		t.Skip("only a root host idmaps grants")
+	}
+	base := t.TempDir()
+	var read []string
+	for i := 0; i < maxIdmap; i++ {
+		d := filepath.Join(base, strconv.Itoa(i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		read = append(read, d)
+	}
+	// With the worktree, one more than the bound.
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "mcphost-many-*"))
+	_, err := Start(context.Background(), Config{Name: "many", Argv: []string{"/bin/true"}, Worktree: t.TempDir(), Read: read, HostEnv: []string{"PATH=/usr/bin:/bin"}})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "grant fewer, broader directories") {
+		t.Fatalf("Start: %v, want a config error about the number of grants", err)
+	}
+	if after, _ := filepath.Glob(filepath.Join(os.TempDir(), "mcphost-many-*")); len(after) != len(before) {
+		t.Errorf("temporary directories left: %v (before: %v)", after, before)
 	}
 }

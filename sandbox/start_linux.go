@@ -189,6 +189,9 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			sp.lease = lease
 			if err := runUnprivileged(sp, lease.uid); err != nil {
 				cleanup()
+				if errors.Is(err, errTooManyIdmaps) {
+					return nil, invalidConfig(cfg.Name, err)
+				}
 				if errors.Is(err, unix.ELOOP) {
 					// A granted path checked a moment ago is now a
 					// symbolic link: someone swapped it in.
@@ -442,6 +445,10 @@ func sharedBudgetLacks() []string {
 	}
 }
 
+// errTooManyIdmaps says a root host's server has more granted paths to
+// idmap than maxIdmap.
+var errTooManyIdmaps = errors.New("too many idmapped grants")
+
 // runUnprivileged makes the server of sp run as uid, with every
 // granted path outside the system directories shown through an idmapped
 // mount that maps its owner to uid (see ServerID).
@@ -457,6 +464,9 @@ func runUnprivileged(sp *spec, uid uint32) error {
 		if !underAny(p, sys) && p != sp.Tmp {
 			paths = append(paths, p)
 		}
+	}
+	if len(paths) > maxIdmap {
+		return fmt.Errorf("%w: %d granted paths outside the system directories (the worktree, read and write grants, the program's directories), more than the %d one start can pass to the sandbox; grant fewer, broader directories", errTooManyIdmaps, len(paths), maxIdmap)
 	}
 	for _, p := range paths {
 		f, err := idmappedTree(p, uid)
@@ -1138,8 +1148,9 @@ func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process
 		return nil, fmt.Errorf("sandbox: server %q: the helper was started for another spec than the one prepared (a bug in package sandbox)", name)
 	}
 	if len(sp.Idmap) != len(sp.idmapFiles) || len(sp.Idmap) > maxIdmap {
+		// runUnprivileged refuses more than maxIdmap with a config error.
 		p.abort()
-		return nil, fmt.Errorf("sandbox: server %q: %d idmapped trees for %d paths (at most %d)", name, len(sp.idmapFiles), len(sp.Idmap), maxIdmap)
+		return nil, fmt.Errorf("sandbox: server %q: %d idmapped trees for %d paths, at most %d (a bug in package sandbox)", name, len(sp.idmapFiles), len(sp.Idmap), maxIdmap)
 	}
 	sp.Trace = tr != nil
 	payload, err := encodeSpec(sp)
