@@ -185,13 +185,9 @@ func BenchmarkLoadLock(b *testing.B) {
 				if _, err := exec.LookPath("git"); err != nil {
 					b.Skip("no git")
 				}
-				for _, args := range [][]string{{"init", "-q"}, {"add", pin.LockFileName}, {"-c", "user.name=b", "-c", "user.email=b@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "l"}} {
-					cmd := exec.Command("git", args...)
-					cmd.Dir = wt
-					if out, err := cmd.CombinedOutput(); err != nil {
-						b.Fatalf("git %v: %v %s", args, err, out)
-					}
-				}
+				gitIn(b, wt, "init", "-q")
+				gitIn(b, wt, "add", pin.LockFileName)
+				gitIn(b, wt, "commit", "-q", "-m", "l")
 			}
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
@@ -227,13 +223,9 @@ func TestLockTrustGrants(t *testing.T) {
 	if err := os.WriteFile(committed, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"init", "-q"}, {"add", pin.LockFileName}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "l"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = e.worktree
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
+	gitIn(t, e.worktree, "init", "-q")
+	gitIn(t, e.worktree, "add", pin.LockFileName)
+	gitIn(t, e.worktree, "commit", "-q", "-m", "l")
 	// The control: committed, with no such grant, it is trusted.
 	if _, err := loadLock(context.Background(), committed, []ServerConfig{fixture("a")}, e.opts()); err != nil {
 		t.Fatalf("a committed lock: %v", err)

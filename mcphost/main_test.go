@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -142,5 +143,16 @@ func waitNoProcesses(t *testing.T, exe string) {
 			t.Fatalf("processes of %s left after Close: pids %v", exe, left)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// gitIn runs git in dir, with an identity, no signing and file-protocol
+// submodules allowed, and fails tb if git fails.
+func gitIn(tb testing.TB, dir string, args ...string) {
+	tb.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false", "-c", "protocol.file.allow=always"}, args...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("git %v: %v %s", args, err, out)
 	}
 }
