@@ -136,10 +136,8 @@ type spec struct {
 	// proxy serves the connections to the proxy port, on the host's side.
 	proxy Proxy
 	// lease, on a root host, holds the server's uid (RunAs) until its
-	// helper is gone; leaseTaken says launch handed it to a Process,
-	// which frees it then.
-	lease      *serverIDLease
-	leaseTaken bool
+	// helper is gone.
+	lease *serverIDLease
 }
 
 // encodeSpec returns the bytes the host writes to the helper's spec socket.

@@ -83,7 +83,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	var lease *serverIDLease
 	var sp *spec
 	var st *started // a root host's helper, started before its spec is ready
-	var leaseTaken, selfJoin bool
+	var leaseGiven, selfJoin bool
 	var err error
 	if !cfg.Off && dropsRoot() {
 		// The server's cgroups need nothing of what follows: they are
@@ -93,11 +93,11 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			early.discard()
 			return nil, unsupported(cfg.Name, "no uid of its own for the server: "+err.Error()+"; or run the host as an ordinary user")
 		}
-		// spawn hands the lease to the helper's Process, which frees it
-		// once the helper, and so every process of the server, is gone;
-		// until then it is this start's to free.
+		// spawn takes the lease (the helper's Process frees it once the
+		// helper, and so every process of the server, is gone); until
+		// then it is this start's to free.
 		defer func() {
-			if !leaseTaken && (sp == nil || !sp.leaseTaken) {
+			if !leaseGiven {
 				lease.release()
 			}
 		}()
@@ -127,7 +127,8 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			}
 		}
 		tr.mark("lease")
-		st, err = spawn(cfg.Name, cl, false, cfg.Stderr, opts, &leaseTaken)
+		leaseGiven = true
+		st, err = spawn(cfg.Name, cl, false, cfg.Stderr, opts)
 		if err != nil {
 			early.discard()
 			return nil, err
@@ -966,7 +967,7 @@ type started struct {
 // helper is the embedded helper program unless opts say otherwise or it
 // cannot run here; then it is the host program.
 func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.Writer, opts startOptions) (*Process, error) {
-	st, err := spawn(name, cloneOf(sp), userNS, stderr, opts, &sp.leaseTaken)
+	st, err := spawn(name, cloneOf(sp), userNS, stderr, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -974,9 +975,9 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 }
 
 // spawn starts the helper as cl says, and returns once it runs (or could
-// not be started). It hands cl.lease to the helper's Process and says so
-// in *leaseTaken.
-func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptions, leaseTaken *bool) (*started, error) {
+// not be started). It takes cl.lease: the helper's Process frees it once
+// the helper is gone, or spawn does if the helper never ran.
+func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptions) (*started, error) {
 	// Descriptors for the child (closed here once it has them) and for
 	// the host.
 	var childEnds, hostEnds []*os.File
@@ -1019,6 +1020,9 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 	if err != nil {
 		closeFiles(childEnds)
 		closeFiles(hostEnds)
+		if cl.lease != nil {
+			cl.lease.release()
+		}
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
 
@@ -1102,7 +1106,6 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 		p.joined = make(chan error, 1)
 	}
 	ran := make(chan error, 1)
-	*leaseTaken = true
 	tr.mark("pipes")
 	go p.run(newCmd, path, ran)
 	if err := <-ran; err != nil {
