@@ -268,7 +268,8 @@ const (
 // without cgroups; on v2 they hold it until it is gone), Close does not
 // wait for the helper's own exit (the kernel's teardown of the
 // namespaces, about a millisecond): the helper is reaped in the
-// background.
+// background, or, if the host exits first, ends with it a moment later
+// (it is in the host's own cgroup until then).
 //
 // Close is idempotent and safe to call concurrently and after the server
 // died; every call returns the first call's result. It returns within

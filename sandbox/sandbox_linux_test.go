@@ -1992,10 +1992,28 @@ func TestLimitAboveServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			// Empty once the host fixture is gone: it removed its
-			// server's cgroup, beneath this one, before it exited.
-			if err := os.Remove(d); err != nil {
-				t.Errorf("removing %s: %v", d, err)
+			// The host fixture removed its server's cgroup, beneath
+			// this one, before it exited: none is left.
+			entries, _ := os.ReadDir(d)
+			for _, e := range entries {
+				if e.IsDir() {
+					t.Errorf("a cgroup is left beneath the host's: %s", filepath.Join(d, e.Name()))
+				}
+			}
+			// The helper, which Close no longer waits for on cgroup v1,
+			// may still be exiting (killed with the host): this cgroup is
+			// empty a moment later.
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				err := os.Remove(d)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+					t.Errorf("removing %s: %v", d, err)
+					break
+				}
+				time.Sleep(time.Millisecond)
 			}
 		})
 	}
