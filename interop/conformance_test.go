@@ -577,9 +577,17 @@ func conformanceAdapter(url string, stdin io.Reader, stdout io.Writer) error {
 			}
 		}
 	}
+	// listen opens the stream on which the server sends what is not the
+	// answer to a POST, and returns once the server has taken it (its
+	// answer's headers), reading the events in the background. It must
+	// not return sooner: a server drops what it would send on a stream
+	// not yet open (the TypeScript SDK's does), so a call posted first
+	// could wait for a question that never comes.
 	listen := func(sid, v string) {
-		req, err := http.NewRequest(http.MethodGet, url, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
+			cancel()
 			return
 		}
 		req.Header.Set("Accept", "text/event-stream")
@@ -587,17 +595,27 @@ func conformanceAdapter(url string, stdin io.Reader, stdout io.Writer) error {
 		if v != "" {
 			req.Header.Set("MCP-Protocol-Version", v)
 		}
+		// Only the wait for the headers is bounded: the stream stays
+		// open for the session's life.
+		bound := time.AfterFunc(10*time.Second, cancel)
 		resp, err := http.DefaultClient.Do(req)
+		bound.Stop()
 		if err != nil {
+			cancel()
 			fmt.Fprintf(os.Stderr, "adapter: GET stream: %v\n", err)
 			return
 		}
-		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			resp.Body.Close()
+			cancel()
 			fmt.Fprintf(os.Stderr, "adapter: GET stream: HTTP %s (the server offers none)\n", resp.Status)
 			return
 		}
-		readSSE(resp.Body, write)
+		go func() {
+			defer cancel()
+			defer resp.Body.Close()
+			readSSE(resp.Body, write)
+		}()
 	}
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
@@ -632,7 +650,7 @@ func conformanceAdapter(url string, stdin io.Reader, stdout io.Writer) error {
 			sid, v := session, version
 			mu.Unlock()
 			if sid != "" {
-				go listen(sid, v)
+				listen(sid, v)
 			}
 		}
 	}

@@ -153,6 +153,8 @@ type op struct {
 	ok     bool
 	errnos []string // when failing: one of these, if any are given
 	errHas string   // when failing: what the error must say, if given
+	// errIs, when given, judges the error of a failing op.
+	errIs func(string) bool
 }
 
 // check runs ops, each as a subtest.
@@ -170,9 +172,20 @@ func (s *session) check(t *testing.T, ops []op) {
 				t.Errorf("%s %q failed with %s (%s), want one of %v", o.op, o.args, r.Errno, r.Err, o.errnos)
 			case !o.ok && !strings.Contains(r.Err, o.errHas):
 				t.Errorf("%s %q failed with %q, want an error saying %q", o.op, o.args, r.Err, o.errHas)
+			case !o.ok && o.errIs != nil && !o.errIs(r.Err):
+				t.Errorf("%s %q failed with %q", o.op, o.args, r.Err)
 			}
 		})
 	}
+}
+
+// goAllocFailed reports whether err is how a Go child ends when its
+// allocations fail under RLIMIT_DATA. Go's runtime words it by where the
+// allocation failed: "runtime: out of memory", "out of memory allocating
+// heap arena metadata", or "runtime: cannot allocate memory".
+func goAllocFailed(err string) bool {
+	return strings.Contains(err, "exit status 2: fatal error: ") &&
+		(strings.Contains(err, "out of memory") || strings.Contains(err, "cannot allocate memory"))
 }
 
 func contains(list []string, s string) bool {
