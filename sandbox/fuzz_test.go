@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"sort"
@@ -79,6 +80,9 @@ func FuzzDecodeSpec(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if body := in[len(specMagic)+4:]; !json.Valid(body) {
+			t.Fatalf("accepted the body %q, which is not one JSON text", body)
+		}
 		if err := s.check(); err != nil {
 			t.Fatalf("decoded a spec that fails its check: %v", err)
 		}
@@ -107,6 +111,9 @@ func FuzzParseReport(f *testing.F) {
 		r, err := parseReport(line)
 		if err != nil {
 			return
+		}
+		if !json.Valid(line) {
+			t.Fatalf("accepted %q, which is not one JSON text", line)
 		}
 		kinds := 0
 		for _, b := range []bool{r.Started, r.Error != "", r.Exit != ""} {

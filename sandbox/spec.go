@@ -186,7 +186,8 @@ func decodeSpec(r io.Reader) (*spec, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadSpec, err)
 	}
-	if dec.More() {
+	// Not dec.More: it is false before a stray closing bracket.
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: trailing data after the spec", errBadSpec)
 	}
 	if err := s.check(); err != nil {
@@ -333,7 +334,8 @@ func parseReport(line []byte) (report, error) {
 	if err := dec.Decode(&r); err != nil {
 		return report{}, fmt.Errorf("bad helper report: %v", err)
 	}
-	if dec.More() {
+	// Not dec.More: it is false before a stray closing bracket.
+	if _, err := dec.Token(); err != io.EOF {
 		return report{}, errors.New("bad helper report: trailing data")
 	}
 	kinds := 0

@@ -294,6 +294,7 @@ func TestDecodeSpecErrors(t *testing.T) {
 		{"not json", frame("nope"), "invalid character"},
 		{"unknown field", frame(`{` + ok + `,"sandbox":"off"}`), "unknown field"},
 		{"trailing", frame(`{` + ok + `}{}`), "trailing"},
+		{"stray bracket", frame(`{` + ok + `}}`), "trailing"},
 		{"relative path", frame(`{"path":"x","argv":["x"],"dir":"/w"}`), "not a clean absolute path"},
 		{"unclean dir", frame(`{"path":"/x","argv":["x"],"dir":"/w/../etc"}`), "not a clean absolute path"},
 		{"no argv", frame(`{"path":"/x","dir":"/w"}`), "empty argv"},
@@ -328,6 +329,8 @@ func TestParseReport(t *testing.T) {
 		{`{"unsupported":true,"started":true}`, report{}, true},
 		{`{"started":true,"extra":1}`, report{}, true},
 		{`{"started":true} {}`, report{}, true},
+		{`{"started":true}}`, report{}, true},
+		{`{"started":true}]`, report{}, true},
 		{`not json`, report{}, true},
 	}
 	for _, tt := range tests {

@@ -1,16 +1,17 @@
 package toolsearch
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost/mcphost/anthropic"
+	"github.com/mcphost/mcphost/internal/jsontree"
 	"github.com/mcphost/mcphost/mcphost"
 	"github.com/mcphost/mcphost/openai"
 	"github.com/mcphost/mcphost/schema"
@@ -70,43 +71,56 @@ type Args struct {
 // with a non-empty string "query" and an integer "limit" (null or missing
 // means DefaultLimit; a limit outside 1 to MaxLimit is brought within it,
 // since a model's wish for 50 tools is not worth failing the call over).
-// Any other member, a wrong type, or text that is not one JSON object is
-// an error wrapping mcphost.ErrBadArguments, which says what is wrong, so
-// that the model can correct its call.
+// Any other member (names are exact: "Query" is another member), a name
+// given twice, a wrong type, or text that is not one JSON object is an
+// error wrapping mcphost.ErrBadArguments, which says what is wrong, so
+// that the model can correct its call. It reads JSON as the rest of
+// mcphost does (package internal/jsontree), so it refuses what arguments
+// to a server's tool would be refused for.
 func ParseArgs(args json.RawMessage) (Args, error) {
 	bad := func(format string, a ...any) (Args, error) {
 		return Args{}, fmt.Errorf("%w: %s: %s", mcphost.ErrBadArguments, ToolName, fmt.Sprintf(format, a...))
 	}
-	var raw struct {
-		Query *string          `json:"query"`
-		Limit *json.RawMessage `json:"limit"`
+	const want = `want one JSON object with "query" (a string) and "limit" (an integer)`
+	// Depth 2 is one level more than the object needs, so that an array
+	// or object given as a member's value is refused for its type.
+	v, err := jsontree.Parse(args, 2)
+	if err != nil {
+		return bad("%s: %v", want, err)
 	}
-	d := json.NewDecoder(bytes.NewReader(args))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&raw); err != nil {
-		return bad("want a JSON object with \"query\" (a string) and \"limit\" (an integer): %v", err)
+	if v.Kind != jsontree.Object {
+		return bad("%s, not %s", want, v.Kind)
 	}
-	if d.More() {
-		return bad("want one JSON object, found more after it")
-	}
-	if raw.Query == nil || strings.TrimSpace(*raw.Query) == "" {
-		return bad("\"query\" must be a non-empty string")
-	}
-	a := Args{Query: *raw.Query, Limit: DefaultLimit}
-	if raw.Limit != nil && string(*raw.Limit) != "null" {
-		var n json.Number
-		// json.Number also takes a string holding a number: "3" is not
-		// an integer.
-		if (*raw.Limit)[0] == '"' || json.Unmarshal(*raw.Limit, &n) != nil {
-			return bad("\"limit\" must be an integer")
+	a := Args{Limit: DefaultLimit}
+	query := false
+	for _, m := range v.Obj {
+		switch m.Name {
+		case "query":
+			if m.Val.Kind != jsontree.String || strings.TrimSpace(m.Val.Str) == "" {
+				return bad(`"query" must be a non-empty string`)
+			}
+			a.Query, query = m.Val.Str, true
+		case "limit":
+			switch m.Val.Kind {
+			case jsontree.Null:
+			case jsontree.Number:
+				// Only an integer literal: 3.0 and 3e0 are refused, as
+				// strict decoding would never produce them, and so is
+				// one past int64.
+				i, err := strconv.ParseInt(m.Val.Raw, 10, 64)
+				if err != nil {
+					return bad(`"limit" must be an integer, not %s`, m.Val.Raw)
+				}
+				a.Limit = int(max(1, min(i, MaxLimit)))
+			default:
+				return bad(`"limit" must be an integer, not %s`, m.Val.Kind)
+			}
+		default:
+			return bad("%s: unknown member %s", want, jsontree.QuoteName(m.Name))
 		}
-		i, err := n.Int64()
-		if err != nil {
-			// Not an integer literal; 3.0 is refused too, as strict
-			// decoding would never produce it.
-			return bad("\"limit\" must be an integer, not %s", n)
-		}
-		a.Limit = int(max(1, min(i, MaxLimit)))
+	}
+	if !query {
+		return bad(`"query" must be a non-empty string`)
 	}
 	return a, nil
 }

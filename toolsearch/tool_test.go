@@ -65,6 +65,18 @@ func TestParseArgs(t *testing.T) {
 		{args: `["x"]`, bad: true},
 		{args: ``, bad: true},
 		{args: `null`, bad: true},
+		// What encoding/json would have let through: a stray bracket
+		// after the object, a name in another case, a name twice.
+		{args: `{"querY":"0"}}`, bad: true},
+		{args: `{"query":"x"}}`, bad: true},
+		{args: `{"Query":"x"}`, bad: true},
+		{args: `{"query":"x","Limit":3}`, bad: true},
+		{args: `{"query":"x","query":"y"}`, bad: true},
+		{args: `{"query":"x","limit":3,"limit":4}`, bad: true},
+		{args: `{"query":"x","limit":3.0}`, bad: true},
+		{args: `{"query":"x","limit":[3]}`, bad: true},
+		{args: `{"query":"\ud800"}`, bad: true},
+		{args: " \n{\"query\":\"x\",\"limit\":-0}\t", want: Args{"x", 1}},
 	}
 	for _, tc := range tests {
 		got, err := ParseArgs(json.RawMessage(tc.args))
