@@ -79,10 +79,14 @@ type helper struct {
 	// in the order of spec.Idmap.
 	idmapFDs []int
 	// cgroupTasks are the tasks files of spec.Cgroups, open for writing,
-	// with spec.CgroupsSelf: the thread that starts the server joins them,
-	// and joinedTID is that thread, which ends after the fork.
+	// with spec.CgroupsSelf: the thread that starts the server joins them.
 	cgroupTasks []int
-	joinedTID   int
+	// confinedTID is the thread that confined itself and started the
+	// server, which ends after the fork. Until it has, it may be in the
+	// server's cgroups and run as the server's uid (spec.RunAs): an
+	// "alone" report waits for it, so that the host may take the cgroups
+	// for empty and the uid for free.
+	confinedTID int
 }
 
 // send writes r to the report pipe. A failed write means the host is gone;
@@ -431,9 +435,7 @@ func (h *helper) confineAndSupervise(s *spec, abi int, userNS bool, lifeline *os
 		return exitNoConfin
 	}
 	pid, listener, tid, err := startConfined(s, rules, abi, h.cgroupTasks)
-	if len(h.cgroupTasks) > 0 {
-		h.joinedTID = tid
-	}
+	h.confinedTID = tid
 	closeFDs(h.cgroupTasks)
 	h.cgroupTasks = nil
 	if err != nil {
@@ -494,7 +496,7 @@ func startConfined(s *spec, rules []llRule, abi int, tasks []int) (pid, listener
 		// server, its child, is born in them, and the rest of the helper
 		// never is, so the cgroups are empty as soon as the server's
 		// processes and this thread are gone (supervise checks the
-		// thread, joinedTID, before it reports the server alone).
+		// thread, confinedTID, before it reports the server alone).
 		for _, fd := range tasks {
 			if _, err := unix.Write(fd, []byte("0")); err != nil {
 				done <- result{0, -1, tid, failedStep("joining the server's cgroup", err)}
@@ -732,12 +734,13 @@ func (h *helper) supervise(server int, conf string, lifeline *os.File, confined 
 	} else {
 		alone = killDescendants(5 * time.Second)
 	}
-	if alone && h.joinedTID != 0 {
-		// The thread that joined the server's cgroups to fork it ended
-		// right after, nearly always long ago; "alone" also tells the
-		// host that the cgroups are empty (spec.CgroupsSelf), so make
+	if alone && h.confinedTID != 0 {
+		// The thread that confined itself to fork the server ended right
+		// after, nearly always long ago. "Alone" also tells the host that
+		// the server's cgroups are empty (spec.CgroupsSelf: the thread
+		// joined them) and its uid free (the thread ran as it): make
 		// sure, or let the host wait for this process's exit.
-		alone = threadGone(h.joinedTID, 2*time.Second)
+		alone = threadGone(h.confinedTID, 2*time.Second)
 	}
 	if alone {
 		// Nothing of the server is left to write to stderr, and the host

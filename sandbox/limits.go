@@ -143,9 +143,10 @@ type serverIDLease struct {
 	once sync.Once
 }
 
-// release frees the uid: only once no process of its server is left. It
-// empties the lock file, which says the server ended cleanly, and drops
-// the lock.
+// release frees the uid: only once no process of its server, and no
+// thread of its helper, runs as it. It empties the lock file, which says
+// the server ended cleanly, and drops the lock. Safe to call more than
+// once, from any goroutine.
 func (l *serverIDLease) release() {
 	l.once.Do(func() {
 		l.f.Truncate(0)

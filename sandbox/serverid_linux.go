@@ -29,11 +29,14 @@ import (
 // The lock alone would let a slot go as soon as a killed host's lock is
 // dropped, a moment before the kernel has ended its servers. So the host
 // writes its pid into the file when it takes the slot and empties the file
-// only once the server's helper has been reaped (as init of the server's
-// PID namespace it is reaped after every process of the namespace): a
-// slot whose file is not empty was left by a host that died, and is taken
-// only when no process in /proc runs under its uid (real, effective,
-// saved or file system), else skipped.
+// only once no task runs as the uid: when the helper reports every process
+// of the server reaped and the thread that started it ended ("alone"), or
+// else when the helper itself has been reaped (as init of the server's PID
+// namespace it is reaped after every process of the namespace). A slot
+// whose file is not empty was left by a host that died, and is taken only
+// when no process in /proc runs under its uid (real, effective, saved or
+// file system), else skipped; that scan costs a few milliseconds, which a
+// host that closes its servers cleanly never makes the next one pay.
 //
 // Not covered: root hosts that do not share /run (a container with a /run
 // of its own that still shares the machine's user namespace and may

@@ -1453,6 +1453,15 @@ func (p *Process) readReports(r *os.File, first chan<- reportResult) {
 			p.alone = rep.Alone
 			p.mu.Unlock()
 			if rep.Alone {
+				// No process or thread runs as the server's uid any
+				// more (the helper's other threads never did): free
+				// it now, not when the helper is reaped, which a host
+				// that exits right after Close (the CLI) never sees.
+				// Its lock file would keep the host's pid, and the
+				// next start would scan /proc before taking the slot.
+				if p.lease != nil {
+					p.lease.release()
+				}
 				p.finish(rep.Exit)
 			}
 		}
