@@ -194,8 +194,9 @@
 // ServerID - k for the lowest slot k below ServerIDSlots that no live
 // server of any root host on the machine holds (2147479537 to 2147483632;
 // the slots are flock(2) locks in /run/mcphost-server-ids, held by the
-// host until the server's helper, and so its last process, is gone: see
-// serverid_linux.go), with no supplementary group. So root-only files
+// host until no task runs as the uid, the server's last process and the
+// helper's thread that started it gone: see serverid_linux.go), with no
+// supplementary group. So root-only files
 // under the paths it may read (/etc/shadow, a 0600 key in /opt) are
 // closed to it by file permissions, and what the kernel counts per user
 // (inotify instances, RLIMIT_NPROC's processes, queued signals) it counts

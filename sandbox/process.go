@@ -176,8 +176,9 @@ type Process struct {
 	// alone: the helper reported that it reaped every process of the
 	// server (under mu).
 	alone bool
-	// lease, on a root host, holds the server's uid; run frees it once
-	// the helper has been reaped.
+	// lease, on a root host, holds the server's uid; it is freed when the
+	// helper reports the server alone (readReports), else once the helper
+	// has been reaped (run).
 	lease *serverIDLease
 	// removeCgroup removes the server's cgroup once it is empty, and
 	// limitHits says which of its limits the kernel enforced on the

@@ -135,8 +135,8 @@ type spec struct {
 	idmapFiles []*os.File
 	// proxy serves the connections to the proxy port, on the host's side.
 	proxy Proxy
-	// lease, on a root host, holds the server's uid (RunAs) until its
-	// helper is gone.
+	// lease, on a root host, holds the server's uid (RunAs) until the
+	// helper reports the server alone, or is gone.
 	lease *serverIDLease
 }
 

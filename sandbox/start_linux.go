@@ -93,9 +93,9 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			early.discard()
 			return nil, unsupported(cfg.Name, "no uid of its own for the server: "+err.Error()+"; or run the host as an ordinary user")
 		}
-		// spawn takes the lease (the helper's Process frees it once the
-		// helper, and so every process of the server, is gone); until
-		// then it is this start's to free.
+		// spawn takes the lease (the helper's Process frees it once no
+		// task runs as the uid: the helper reports the server alone, or
+		// is gone); until then it is this start's to free.
 		defer func() {
 			if !leaseGiven {
 				lease.release()
@@ -976,7 +976,8 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 
 // spawn starts the helper as cl says, and returns once it runs (or could
 // not be started). It takes cl.lease: the helper's Process frees it once
-// the helper is gone, or spawn does if the helper never ran.
+// the helper reports the server alone or is gone, or spawn does if the
+// helper never ran.
 func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptions) (*started, error) {
 	// Descriptors for the child (closed here once it has them) and for
 	// the host.
@@ -1448,20 +1449,22 @@ func (p *Process) readReports(r *os.File, first chan<- reportResult) {
 			return
 		}
 		if rep.Exit != "" {
-			p.mu.Lock()
-			p.reported = rep.Exit
-			p.alone = rep.Alone
-			p.mu.Unlock()
-			if rep.Alone {
+			if rep.Alone && p.lease != nil {
 				// No process or thread runs as the server's uid any
 				// more (the helper's other threads never did): free
 				// it now, not when the helper is reaped, which a host
 				// that exits right after Close (the CLI) never sees.
 				// Its lock file would keep the host's pid, and the
 				// next start would scan /proc before taking the slot.
-				if p.lease != nil {
-					p.lease.release()
-				}
+				// Before alone is set: Close, once it sees alone, does
+				// not wait for the helper, so the slot is free by then.
+				p.lease.release()
+			}
+			p.mu.Lock()
+			p.reported = rep.Exit
+			p.alone = rep.Alone
+			p.mu.Unlock()
+			if rep.Alone {
 				p.finish(rep.Exit)
 			}
 		}

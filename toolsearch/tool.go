@@ -83,7 +83,8 @@ func ParseArgs(args json.RawMessage) (Args, error) {
 	}
 	const want = `want one JSON object with "query" (a string) and "limit" (an integer)`
 	// Depth 2 is one level more than the object needs, so that an array
-	// or object given as a member's value is refused for its type.
+	// or object given as a member's value is refused for its type (one
+	// with more inside it, as nested too deeply).
 	v, err := jsontree.Parse(args, 2)
 	if err != nil {
 		return bad("%s: %v", want, err)
