@@ -137,3 +137,27 @@ func TestCgroupQuickExit(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceBesides: phases marked while aside are listed after "|" from
+// where the sequential ones stopped, and after rejoin the sequential
+// phases go on from there, not from the last phase beside them.
+func TestTraceBesides(t *testing.T) {
+	const ms = int64(1e6)
+	tr := &startTrace{what: "start", name: "x", t0: 0, last: 0}
+	tr.markAt("lease", 1*ms)
+	tr.besides()
+	tr.markAt("prepare", 4*ms)
+	tr.markAt("idmap", 6*ms)
+	tr.rejoin()
+	tr.markAt("helper-runtime", 3*ms)
+	tr.markAt("report", 8*ms)
+	tr.span("host-cgroup-join", 2*ms, 5*ms)
+	want := []string{"lease 1.00", "helper-runtime 2.00", "report 5.00"}
+	if !slices.Equal(tr.seq, want) {
+		t.Errorf("sequential phases %q, want %q", tr.seq, want)
+	}
+	wantSide := []string{"prepare 3.00 (at 1.00)", "idmap 2.00 (at 4.00)", "host-cgroup-join 3.00 (at 2.00)"}
+	if !slices.Equal(tr.side, wantSide) {
+		t.Errorf("phases beside %q, want %q", tr.side, wantSide)
+	}
+}

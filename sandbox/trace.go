@@ -44,10 +44,10 @@ type startTrace struct {
 	side  []string // phases that overlap others
 	extra []string
 	// While aside, mark records the host's phases as spans (side), from
-	// sideLast on: the helper runs meanwhile. seqLast is where the
-	// sequential phases go on (rejoin).
-	aside             bool
-	sideLast, seqLast int64
+	// sideLast on: the helper runs meanwhile, and the sequential phases
+	// go on from last when they rejoin.
+	aside    bool
+	sideLast int64
 }
 
 func newTrace(what, name string) *startTrace {
@@ -77,7 +77,7 @@ func (t *startTrace) markAt(phase string, at int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.aside {
-		t.side = append(t.side, phase+" "+ms(at-t.sideLast)+" (at "+ms(t.sideLast-t.t0)+")")
+		t.addSide(phase, t.sideLast, at)
 		t.sideLast = at
 		return
 	}
@@ -93,7 +93,7 @@ func (t *startTrace) besides() {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.aside, t.seqLast, t.sideLast = true, t.last, t.last
+	t.aside, t.sideLast = true, t.last
 }
 
 // rejoin ends besides: the sequential phases go on from where they were.
@@ -103,9 +103,7 @@ func (t *startTrace) rejoin() {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.aside {
-		t.aside, t.last = false, t.seqLast
-	}
+	t.aside = false
 }
 
 // span records a phase that ran beside the sequential ones.
@@ -115,6 +113,12 @@ func (t *startTrace) span(phase string, from, to int64) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.addSide(phase, from, to)
+}
+
+// addSide lists a phase beside the sequential ones, with when it began;
+// t.mu is held.
+func (t *startTrace) addSide(phase string, from, to int64) {
 	t.side = append(t.side, phase+" "+ms(to-from)+" (at "+ms(from-t.t0)+")")
 }
 
