@@ -13,9 +13,10 @@ import (
 )
 
 // TestNetnsOwn: every server without the network is in a new, empty
-// network namespace of its own, never the host's nor another server's
-// (the helper is now started before its spec is ready: the namespace is
-// still made at its clone).
+// network namespace of its own, never the host's nor another server's,
+// even when several start at once (a root host starts the helper before
+// its spec is ready; the namespace is made at the helper's clone). It
+// fails with CLONE_NEWNET left out of spawn.
 func TestNetnsOwn(t *testing.T) {
 	requireConfinement(t)
 	host, err := os.Readlink("/proc/self/ns/net")
