@@ -174,11 +174,7 @@ func openProxyListeners(sock, port int, direct *directSpec) error {
 		return err
 	}
 	var fds []int
-	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-	}()
+	defer func() { closeFDs(fds) }()
 	kinds := []byte{sockProxy}
 	fd, err := listenTCP4([4]byte{127, 0, 0, 1}, port)
 	if err != nil {
