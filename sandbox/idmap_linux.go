@@ -34,7 +34,8 @@ const ServerID = 0x7ffffff0
 
 // userNSArg0 is the argv[0] under which the host starts a process whose
 // only purpose is to own a user namespace with a given mapping, for
-// idmapped mounts: it waits for EOF on its stdin and exits.
+// idmapped mounts, where newUserNS cannot make one without: it waits for
+// EOF on its stdin and exits.
 const userNSArg0 = "mcphost-sandbox-userns"
 
 // holdUserNS is the body of the process started as userNSArg0.
@@ -49,8 +50,8 @@ func dropsRoot() bool { return os.Geteuid() == 0 && !useUserNS() }
 
 // idmaps caches, for the life of the host process, one user namespace per
 // owner (uid, gid) and server uid, mapping that owner to that server uid.
-// Creating one costs a process start; a host sees few owners, and takes
-// the lowest free server uids.
+// Creating one costs a clone and a reap on amd64, a process start
+// elsewhere; a host sees few owners, and takes the lowest free server uids.
 var idmaps struct {
 	mu  sync.Mutex
 	fds map[[3]uint32]int
@@ -65,6 +66,81 @@ func ownerUserNS(uid, gid, as uint32) (int, error) {
 	if fd, ok := idmaps.fds[key]; ok {
 		return fd, nil
 	}
+	fd, err := newUserNS(uid, gid, as)
+	if err != nil {
+		// Not amd64, or the kernel refused a step: a holder process
+		// makes the namespace instead, or says why it cannot.
+		if fd, err = heldUserNS(uid, gid, as); err != nil {
+			return -1, err
+		}
+	}
+	if idmaps.fds == nil {
+		idmaps.fds = make(map[[3]uint32]int)
+	}
+	idmaps.fds[key] = fd
+	return fd, nil
+}
+
+// newUserNS makes a user namespace that maps uid and gid to as, without a
+// process to hold it: a child made in it by vforkUserNS exits at once, and
+// its zombie, which keeps its credentials and so the namespace until it is
+// reaped, lets this process open the namespace and write its two maps (as
+// root in the parent namespace, which may map any ID). The descriptor then
+// keeps the namespace. Against a holder process (heldUserNS) this saves a
+// fork that copies the host's page tables, the start of a program and the
+// copy-on-write faults the fork leaves the host: about 2 ms of a root
+// host's first start (BENCHMARKS.md).
+func newUserNS(uid, gid, as uint32) (int, error) {
+	pid, errno := vforkUserNS()
+	if errno != 0 {
+		return -1, fmt.Errorf("clone of a user namespace: %w", unix.Errno(errno))
+	}
+	defer func() {
+		var ws unix.WaitStatus
+		for {
+			if _, err := unix.Wait4(int(pid), &ws, unix.WALL, nil); err != unix.EINTR {
+				return
+			}
+		}
+	}()
+	dir := "/proc/" + strconv.Itoa(int(pid)) + "/"
+	fd, err := unix.Open(dir+"ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("opening the user namespace for idmapped mounts: %w", err)
+	}
+	for _, m := range [...]struct {
+		file     string
+		from, to uint32
+	}{{"uid_map", uid, as}, {"gid_map", gid, as}} {
+		if err := writeIDMap(dir+m.file, m.from, m.to); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
+	return fd, nil
+}
+
+// writeIDMap writes the one-line map "from to 1" to path, a uid_map or
+// gid_map file.
+func writeIDMap(path string, from, to uint32) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	line := strconv.FormatUint(uint64(from), 10) + " " + strconv.FormatUint(uint64(to), 10) + " 1\n"
+	if n, err := unix.Write(fd, []byte(line)); err != nil || n != len(line) {
+		if err == nil {
+			err = io.ErrShortWrite
+		}
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// heldUserNS makes the user namespace of ownerUserNS with a holder process,
+// the helper program started as userNSArg0 in it, where newUserNS cannot.
+func heldUserNS(uid, gid, as uint32) (int, error) {
 	path := helperPath()
 	cmd := &exec.Cmd{
 		Path: path,
@@ -106,10 +182,6 @@ func ownerUserNS(uid, gid, as uint32) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("opening the user namespace for idmapped mounts: %w", err)
 	}
-	if idmaps.fds == nil {
-		idmaps.fds = make(map[[3]uint32]int)
-	}
-	idmaps.fds[key] = fd
 	return fd, nil
 }
 
