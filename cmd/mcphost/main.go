@@ -43,14 +43,22 @@ func main() {
 	// with its context, and the servers are closed on the way out. A
 	// second signal is not caught, so it ends mcphost at once (each
 	// server's helper then ends the server's processes).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	//
+	// Catching them starts a thread, which costs about a millisecond on a
+	// slow machine: it is done beside parsing the flags and loading the
+	// config, and connect waits for it before it starts a server.
+	ctx, cancel := context.WithCancel(context.Background())
+	caught := make(chan struct{})
 	go func() {
-		<-ctx.Done()
-		stop()
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		close(caught)
+		<-sigs
+		signal.Stop(sigs)
+		cancel()
 	}()
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, signalsCaught: caught}
+	os.Exit(c.run(ctx, os.Args[1:]))
 }
 
 // cli holds one invocation's streams and common flags.
@@ -62,6 +70,9 @@ type cli struct {
 	state          string
 	lock           string
 	verbose        bool
+	// signalsCaught, when not nil, is closed once SIGINT and SIGTERM are
+	// caught: connect starts no server before.
+	signalsCaught <-chan struct{}
 }
 
 const usage = `mcphost shows what a coding agent's MCP servers offer, and records a person's review.
@@ -79,12 +90,20 @@ Run 'mcphost VERB -h' for a verb's flags and examples.
 Exit codes: 0 ok; 1 failed (check: an offered tool is not as reviewed); 2 usage or config error.
 `
 
+// run runs one invocation of mcphost with args (the verb first) and the
+// given streams, and returns its exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+	return c.run(ctx, args)
+}
+
+// run runs one invocation with c's streams.
+func (c *cli) run(ctx context.Context, args []string) int {
+	stdout, stderr := c.stdout, c.stderr
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
 	verb, rest := args[0], args[1:]
 	switch verb {
 	case "list":
@@ -139,6 +158,9 @@ func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Sessi
 		return nil, exitUsage
 	}
 	opts.Worktree, opts.StateDir, opts.ConfigFile, opts.LockFile = c.worktree, c.state, c.config, c.lock
+	if c.signalsCaught != nil {
+		<-c.signalsCaught
+	}
 	if c.verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
