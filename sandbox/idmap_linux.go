@@ -68,10 +68,11 @@ func ownerUserNS(uid, gid, as uint32) (int, error) {
 	}
 	fd, err := newUserNS(uid, gid, as)
 	if err != nil {
-		// Not amd64, or the kernel refused a step: a holder process
-		// makes the namespace instead, or says why it cannot.
-		if fd, err = heldUserNS(uid, gid, as); err != nil {
-			return -1, err
+		// Not amd64, or a step refused: a holder process makes the
+		// namespace instead, or says why it cannot.
+		var herr error
+		if fd, herr = heldUserNS(uid, gid, as); herr != nil {
+			return -1, fmt.Errorf("%w (and without a holder: %v)", herr, err)
 		}
 	}
 	if idmaps.fds == nil {
@@ -84,18 +85,26 @@ func ownerUserNS(uid, gid, as uint32) (int, error) {
 // newUserNS makes a user namespace that maps uid and gid to as, without a
 // process to hold it: a child made in it by vforkUserNS exits at once, and
 // its zombie, which keeps its credentials and so the namespace until it is
-// reaped, lets this process open the namespace and write its two maps (as
-// root in the parent namespace, which may map any ID). The descriptor then
-// keeps the namespace. Against a holder process (heldUserNS) this saves a
-// fork that copies the host's page tables, the start of a program and the
-// copy-on-write faults the fork leaves the host: about 2 ms of a root
-// host's first start (BENCHMARKS.md).
+// reaped, lets this process open the namespace and its map files and write
+// the maps (as root in the parent namespace, which may map any ID). The
+// descriptor then keeps the namespace. Against a holder process
+// (heldUserNS) this saves a fork that copies the host's page tables, the
+// start of a program and the copy-on-write faults the fork leaves the
+// host: about 2 ms of a root host's first start (BENCHMARKS.md).
+//
+// The files are opened by pid, which names the child only while it is
+// unreaped: nothing else in the process reaps it (it sends no exit
+// signal, so only a wait with __WALL or __WCLONE sees it), and the pidfd
+// check before the maps are written makes sure, so that a map is never
+// written into someone else's namespace. A host that is not dumpable may
+// not open the zombie's namespace; ownerUserNS then starts a holder.
 func newUserNS(uid, gid, as uint32) (int, error) {
-	pid, errno := vforkUserNS()
+	pid, pidfd, errno := vforkUserNS()
 	if errno != 0 {
 		return -1, fmt.Errorf("clone of a user namespace: %w", unix.Errno(errno))
 	}
 	defer func() {
+		unix.Close(int(pidfd))
 		var ws unix.WaitStatus
 		for {
 			if _, err := unix.Wait4(int(pid), &ws, unix.WALL, nil); err != unix.EINTR {
@@ -104,38 +113,55 @@ func newUserNS(uid, gid, as uint32) (int, error) {
 		}
 	}()
 	dir := "/proc/" + strconv.Itoa(int(pid)) + "/"
-	fd, err := unix.Open(dir+"ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, fmt.Errorf("opening the user namespace for idmapped mounts: %w", err)
+	files := []struct {
+		name string
+		fd   int
+		text string
+	}{
+		{name: "ns/user"},
+		// Denied, as Go's os/exec does for heldUserNS: nothing in the
+		// namespace may call setgroups(2).
+		{name: "setgroups", text: "deny\n"},
+		{name: "uid_map", text: strconv.FormatUint(uint64(uid), 10) + " " + strconv.FormatUint(uint64(as), 10) + " 1\n"},
+		{name: "gid_map", text: strconv.FormatUint(uint64(gid), 10) + " " + strconv.FormatUint(uint64(as), 10) + " 1\n"},
 	}
-	for _, m := range [...]struct {
-		file     string
-		from, to uint32
-	}{{"uid_map", uid, as}, {"gid_map", gid, as}} {
-		if err := writeIDMap(dir+m.file, m.from, m.to); err != nil {
-			unix.Close(fd)
-			return -1, err
+	opened := 0
+	closeAll := func() {
+		for _, f := range files[:opened] {
+			unix.Close(f.fd)
 		}
 	}
-	return fd, nil
-}
-
-// writeIDMap writes the one-line map "from to 1" to path, a uid_map or
-// gid_map file.
-func writeIDMap(path string, from, to uint32) error {
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("opening %s: %w", path, err)
-	}
-	defer unix.Close(fd)
-	line := strconv.FormatUint(uint64(from), 10) + " " + strconv.FormatUint(uint64(to), 10) + " 1\n"
-	if n, err := unix.Write(fd, []byte(line)); err != nil || n != len(line) {
-		if err == nil {
-			err = io.ErrShortWrite
+	for i, f := range files {
+		mode := unix.O_WRONLY
+		if f.text == "" {
+			mode = unix.O_RDONLY
 		}
-		return fmt.Errorf("writing %s: %w", path, err)
+		fd, err := unix.Open(dir+f.name, mode|unix.O_CLOEXEC, 0)
+		if err != nil {
+			closeAll()
+			return -1, fmt.Errorf("opening %s of a new user namespace: %w", f.name, err)
+		}
+		files[i].fd = fd
+		opened++
 	}
-	return nil
+	// The child is still unreaped, so the files opened by its pid are its.
+	if err := unix.PidfdSendSignal(int(pidfd), 0, nil, 0); err != nil {
+		closeAll()
+		return -1, fmt.Errorf("the child of a new user namespace was reaped by someone else: %w", err)
+	}
+	for _, f := range files[1:] {
+		if n, err := unix.Write(f.fd, []byte(f.text)); err != nil || n != len(f.text) {
+			if err == nil {
+				err = io.ErrShortWrite
+			}
+			closeAll()
+			return -1, fmt.Errorf("writing %s of a new user namespace: %w", f.name, err)
+		}
+	}
+	for _, f := range files[1:] {
+		unix.Close(f.fd)
+	}
+	return files[0].fd, nil
 }
 
 // heldUserNS makes the user namespace of ownerUserNS with a holder process,

@@ -1,17 +1,19 @@
 #include "textflag.h"
 
-// func vforkUserNS() (pid uintptr, errno uintptr)
+// func vforkUserNS() (pid, pidfd, errno uintptr)
 //
-// clone(CLONE_NEWUSER|CLONE_VM|CLONE_VFORK) with no exit signal: a child
-// in a new user namespace that exits at once, leaving a zombie whose
-// namespace the caller opens (newUserNS). The child shares the caller's
-// memory and stack, so it touches neither: it runs the exit system call
-// from registers alone and never returns to Go code. Every signal is
-// blocked across the clone, as syscall.forkExec does around its vfork, so
-// that no Go signal handler can run in the child; the caller's mask is
-// restored in the parent.
-TEXT ·vforkUserNS(SB),NOSPLIT,$16-16
+// clone(CLONE_NEWUSER|CLONE_VM|CLONE_VFORK|CLONE_FILES|CLONE_PIDFD) with no
+// exit signal: a child in a new user namespace that exits at once, left a
+// zombie for the caller to open and reap (newUserNS), and a pidfd of it.
+// The child shares the caller's memory, stack and descriptor table, so it
+// touches none of them: it runs the exit system call from registers alone
+// and never returns to Go code. Every signal is blocked across the clone,
+// as syscall.forkExec does around its vfork, so that no Go signal handler
+// can run in the child (a signal to the process group reaches it); the
+// caller's mask is restored in the parent.
+TEXT ·vforkUserNS(SB),NOSPLIT,$24-24
 	MOVQ	$-1, all-8(SP)
+	MOVQ	$-1, pidfd-24(SP)
 	MOVQ	$2, DI              // SIG_SETMASK
 	LEAQ	all-8(SP), SI
 	LEAQ	old-16(SP), DX
@@ -21,14 +23,15 @@ TEXT ·vforkUserNS(SB),NOSPLIT,$16-16
 	CMPQ	AX, $0xfffffffffffff001
 	JLS	blocked
 	MOVQ	$-1, pid+0(FP)
+	MOVQ	$-1, pidfd+8(FP)
 	NEGQ	AX
-	MOVQ	AX, errno+8(FP)
+	MOVQ	AX, errno+16(FP)
 	RET
 
 blocked:
-	MOVQ	$0x10004100, DI     // CLONE_NEWUSER|CLONE_VFORK|CLONE_VM; exit signal 0
+	MOVQ	$0x10005500, DI     // CLONE_NEWUSER|CLONE_PIDFD|CLONE_VFORK|CLONE_FILES|CLONE_VM; exit signal 0
 	XORQ	SI, SI              // the same stack: the child writes nothing to it
-	XORQ	DX, DX
+	LEAQ	pidfd-24(SP), DX    // where the kernel puts the pidfd (an int)
 	XORQ	R10, R10
 	XORQ	R8, R8
 	MOVQ	$56, AX             // SYS_clone
@@ -53,11 +56,14 @@ parent:
 	CMPQ	R12, $0xfffffffffffff001
 	JLS	ok
 	MOVQ	$-1, pid+0(FP)
+	MOVQ	$-1, pidfd+8(FP)
 	NEGQ	R12
-	MOVQ	R12, errno+8(FP)
+	MOVQ	R12, errno+16(FP)
 	RET
 
 ok:
 	MOVQ	R12, pid+0(FP)
-	MOVQ	$0, errno+8(FP)
+	MOVLQSX	pidfd-24(SP), AX    // the kernel wrote an int
+	MOVQ	AX, pidfd+8(FP)
+	MOVQ	$0, errno+16(FP)
 	RET

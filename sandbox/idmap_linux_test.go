@@ -44,9 +44,21 @@ func seenOwner(t *testing.T, dir, name string, ns int) (uid, gid uint32) {
 	return st.Uid, st.Gid
 }
 
-// zombieChildren returns the pids of this process's children that have
-// exited and not been reaped.
-func zombieChildren(t *testing.T) []string {
+// statFields returns the fields of /proc/pid/stat after the command name
+// (state first), or nil if there is no such process.
+func statFields(pid string) []string {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+}
+
+// cloneZombies returns the pids of this process's children that have
+// exited with no exit signal (newUserNS's) and are not reaped.
+func cloneZombies(t *testing.T) []string {
 	t.Helper()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -55,24 +67,33 @@ func zombieChildren(t *testing.T) []string {
 	self := strconv.Itoa(os.Getpid())
 	var out []string
 	for _, e := range ents {
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 && f[0] == "Z" && f[1] == self {
+		// Field 38 of stat, the 36th after the name, is the exit signal.
+		if f := statFields(e.Name()); len(f) > 35 && f[0] == "Z" && f[1] == self && f[35] == "0" {
 			out = append(out, e.Name())
 		}
 	}
 	return out
 }
 
+// overflowID returns the kernel's overflow uid or gid (file is
+// "overflowuid" or "overflowgid"): what an unmapped ID shows as.
+func overflowID(t *testing.T, file string) uint32 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/fs/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint32(n)
+}
+
 // TestOwnerUserNS: the user namespace an idmapped grant is made with maps
-// the grant's owner to the server uid and nothing else, whether it was
-// made by newUserNS (no process) or by a holder process; and newUserNS
-// leaves no child behind.
+// the grant's owner (uid and gid, each to the server uid) and nothing
+// else, whether it was made by newUserNS (no process) or by a holder
+// process; and newUserNS leaves no child behind.
 func TestOwnerUserNS(t *testing.T) {
 	requireRootIdmap(t)
 	dir := t.TempDir()
@@ -108,13 +129,13 @@ func TestOwnerUserNS(t *testing.T) {
 			if uid, gid := seenOwner(t, dir, "owned", ns); uid != as || gid != as {
 				t.Errorf("the owner's file shows as %d:%d, want the server uid %d:%d", uid, gid, as, as)
 			}
+			ou, og := overflowID(t, "overflowuid"), overflowID(t, "overflowgid")
 			for _, name := range []string{"other", "root"} {
-				if uid, gid := seenOwner(t, dir, name, ns); uid == as || gid == as || uid == 0 || gid == 0 {
-					t.Errorf("%s's file shows as %d:%d: only the owner may be mapped", name, uid, gid)
+				if uid, gid := seenOwner(t, dir, name, ns); uid != ou || gid != og {
+					t.Errorf("%s's file shows as %d:%d, want the unmapped %d:%d: only the owner may be mapped", name, uid, gid, ou, og)
 				}
 			}
-			// (A holder is reaped in the background.)
-			if z := zombieChildren(t); tc.name == "newUserNS" && len(z) > 0 {
+			if z := cloneZombies(t); len(z) > 0 {
 				t.Errorf("children left unreaped: %v", z)
 			}
 		})
@@ -122,9 +143,10 @@ func TestOwnerUserNS(t *testing.T) {
 }
 
 // TestNewUserNSConcurrent: many goroutines make namespaces at once while
-// signals the program handles keep arriving (the child of vforkUserNS
-// shares the host's memory, so no handler may run in it); each namespace
-// has its own mapping and no child is left.
+// signals the program handles keep arriving at the host (a cloning
+// thread's are held until its mask is restored); each namespace has its
+// own mapping and no child is left. That no signal reaches the child is
+// TestVforkUserNSMask's.
 func TestNewUserNSConcurrent(t *testing.T) {
 	requireRootIdmap(t)
 	if runtime.GOARCH != "amd64" {
@@ -198,10 +220,51 @@ func TestNewUserNSConcurrent(t *testing.T) {
 			unix.Close(ns)
 		}
 	}
-	if z := zombieChildren(t); len(z) > 0 {
+	if z := cloneZombies(t); len(z) > 0 {
 		t.Errorf("children left unreaped: %v", z)
 	}
+	if received == 0 {
+		t.Error("no signal arrived while the namespaces were made")
+	}
 	t.Logf("%d namespaces; %d signals handled meanwhile", workers*each, received)
+}
+
+// TestVforkUserNSMask: vforkUserNS's child runs with every signal blocked
+// (it shares the host's memory: a Go handler run in it would run on the
+// host's stacks; a signal to the process group reaches it), sends no exit
+// signal, and comes with a pidfd of it.
+func TestVforkUserNSMask(t *testing.T) {
+	requireRootIdmap(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("no vforkUserNS on %s", runtime.GOARCH)
+	}
+	pid, pidfd, errno := vforkUserNS()
+	if errno != 0 {
+		t.Fatal(unix.Errno(errno))
+	}
+	defer func() {
+		unix.Close(int(pidfd))
+		unix.Wait4(int(pid), nil, unix.WALL, nil)
+	}()
+	p := strconv.Itoa(int(pid))
+	// Every signal but SIGKILL and SIGSTOP, which cannot be blocked.
+	const all = "fffffffffffbfeff"
+	b, err := os.ReadFile("/proc/" + p + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := statusField(string(b), "SigBlk"); got != all {
+		t.Errorf("the child's blocked signals: %s, want %s", got, all)
+	}
+	if f := statFields(p); len(f) < 36 || f[0] != "Z" || f[35] != "0" {
+		t.Errorf("the child's stat after the name: %v, want a zombie with exit signal 0", f)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(pidfd), &st); err != nil {
+		t.Errorf("the pidfd: %v", err)
+	} else if err := unix.PidfdSendSignal(int(pidfd), 0, nil, 0); err != nil {
+		t.Errorf("the pidfd does not reach the unreaped child: %v", err)
+	}
 }
 
 // BenchmarkUserNS: what one idmapping namespace costs the host, made with
