@@ -170,3 +170,65 @@ func BenchmarkServerIDLease(b *testing.B) {
 		l.release()
 	}
 }
+
+// TestProbeHoldsUID: a root host's probe runs its confining thread as a
+// server uid it holds, never one a live server holds, and frees it: while
+// a lease is held here, the probe takes another slot (its file names this
+// process), which is empty again once Probe returns.
+func TestProbeHoldsUID(t *testing.T) {
+	requireConfinement(t)
+	if !dropsRoot() {
+		t.Skip("only a root host takes server uids")
+	}
+	held, err := takeServerID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.release()
+	heldSlot := strconv.Itoa(int(ServerID - held.uid))
+	self := strconv.Itoa(os.Getpid())
+	// The slot files, other than the held one, that name this process.
+	ours := func() []string {
+		ents, err := os.ReadDir(serverIDDir)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		var out []string
+		for _, e := range ents {
+			if e.Name() == heldSlot {
+				continue
+			}
+			if b, err := os.ReadFile(filepath.Join(serverIDDir, e.Name())); err == nil && strings.TrimSpace(string(b)) == self {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	probed := make(chan error, 1)
+	go func() {
+		_, err := Probe()
+		probed <- err
+	}()
+	var seen []string
+	for done := false; !done; {
+		select {
+		case err := <-probed:
+			if err != nil {
+				t.Fatalf("Probe: %v", err)
+			}
+			done = true
+		default:
+			if s := ours(); len(s) > 0 {
+				seen = s
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	if len(seen) == 0 {
+		t.Error("the probe ran without holding a server uid of its own")
+	}
+	if left := ours(); len(left) > 0 {
+		t.Errorf("slots %v still name this process after Probe returned", left)
+	}
+}

@@ -292,7 +292,14 @@ func Probe() (string, error) {
 	sp := &spec{Probe: true, Hide: emptyDirs(hostEnv), Links: systemLinks()}
 	sp.Read = canonicalExisting(systemReadPaths())
 	if dropsRoot() {
-		sp.RunAs = ServerID
+		// The probe's confining thread runs as a server uid as a server's
+		// does, one it holds, so that it shares no identity with a live
+		// server (which could signal it). The helper's Process frees it.
+		lease, err := takeServerID()
+		if err != nil {
+			return "", unsupported("", "no uid of its own for the probe: "+err.Error()+"; or run the host as an ordinary user")
+		}
+		sp.RunAs, sp.lease = lease.uid, lease
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
