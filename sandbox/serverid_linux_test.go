@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -230,5 +231,55 @@ func TestProbeHoldsUID(t *testing.T) {
 	}
 	if left := ours(); len(left) > 0 {
 		t.Errorf("slots %v still name this process after Probe returned", left)
+	}
+}
+
+// TestUIDInUseThread: a uid that only one thread of a process runs as (as
+// a helper's confining thread does), not its main thread, is in use.
+func TestUIDInUseThread(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root may switch a thread to another uid")
+	}
+	const uid = ServerID - ServerIDSlots + 7
+	if uidInUse(uid) {
+		t.Skipf("uid %d is in use here", uid)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	// A goroutine locked to a thread, which it keeps (the runtime ends
+	// the thread when the goroutine returns), switches that thread alone
+	// to uid, unless it is the main thread: then it holds that one, so
+	// that the next goroutine gets another.
+	lockAndSwitch := func() (tid int, err error) {
+		tids, done := make(chan int, 1), make(chan error, 1)
+		go func() {
+			runtime.LockOSThread()
+			tid := syscall.Gettid()
+			tids <- tid
+			if tid != os.Getpid() {
+				// syscall.Setresuid would switch every thread.
+				_, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uid, uid, uid)
+				if e != 0 {
+					done <- e
+					return
+				}
+			}
+			done <- nil
+			<-release
+		}()
+		return <-tids, <-done
+	}
+	tid, err := lockAndSwitch()
+	if err == nil && tid == os.Getpid() {
+		tid, err = lockAndSwitch()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tid == os.Getpid() {
+		t.Fatal("no thread but the main one to switch")
+	}
+	if !uidInUse(uid) {
+		t.Errorf("uid %d, which thread %d of this process runs as, is not in use", uid, tid)
 	}
 }
