@@ -19,7 +19,8 @@ import (
 // and commit a lock there, which would then vouch for itself. So each
 // session that starts servers in such a worktree (or with a write grant on
 // such a directory) writes, to the person's state directory (which no
-// server can reach), when it began and when it ended; a repository at or
+// server can reach), when it began and when it ended, unless the record
+// holds that directory (or one above it) already; a repository at or
 // within a directory so recorded vouches for nothing, until the person,
 // who made it, removes the record. When a repository was made cannot be
 // told: renaming an older directory to .git keeps its birth time.
@@ -29,10 +30,11 @@ import (
 // each other's lines).
 const gitlessLog = "servers-without-git.log"
 
-// maxGitlessLog bounds the record's reading: each session in a worktree
-// without a repository adds two lines of about 150 bytes. Past it the
-// record cannot be read whole, and no repository a server could have made
-// vouches.
+// maxGitlessLog bounds the record's reading: a session adds two lines of
+// about 150 bytes for each directory in no repository that it finds not
+// recorded yet (recorded, it adds none: see Connect), so the record grows
+// with the directories, not the sessions. Past it the record cannot be
+// read whole, and no repository a server could have made vouches.
 const maxGitlessLog = 8 << 20
 
 // gitlessEvent is one line of the record: a session began (End 0) or
@@ -154,7 +156,7 @@ func madeWhileGitless(stateDir, top string) (string, error) {
 		}
 		if len(windows) > 0 {
 			w := windows[0]
-			return fmt.Sprintf("servers ran in %s while it was in no repository (from %s, %d sessions in all, recorded in %s), so one of them could have made this one", w.Worktree, stamp(w.Start), len(windows), w.record), nil
+			return fmt.Sprintf("servers ran in %s while it was in no repository (from %s on, recorded in %s), so one of them could have made this one", w.Worktree, stamp(w.Start), w.record), nil
 		}
 	}
 	return "", nil

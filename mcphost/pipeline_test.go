@@ -1,6 +1,7 @@
 package mcphost
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -619,6 +620,48 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 			t.Errorf("a lock committed in the person's repository, the record removed: %v", err)
 		}
 	})
+}
+
+// TestGitlessRecordBounded: sessions in a worktree the record holds
+// already add nothing to it (it would otherwise grow by two lines a
+// session, to maxGitlessLog, past which no repository vouches), and a
+// repository made there still vouches for nothing.
+func TestGitlessRecordBounded(t *testing.T) {
+	wt, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inNoRepository(wt) {
+		t.Skipf("the temporary directory %s is in a repository", wt)
+	}
+	e := &env{t: t, worktree: wt, state: t.TempDir()}
+	lines := func() int {
+		b, err := os.ReadFile(filepath.Join(e.state, gitlessLog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.Count(b, []byte("\n"))
+	}
+	for range 4 {
+		e.connect(e.opts(), fixture("notes")).Close()
+	}
+	if n := lines(); n != 2 {
+		t.Errorf("the record has %d lines after four sessions in one worktree, want the first session's 2", n)
+	}
+	// A subdirectory opened as the worktree is held by the record too.
+	sub := filepath.Join(wt, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	se := &env{t: t, worktree: sub, state: e.state}
+	se.connect(se.opts(), fixture("notes")).Close()
+	if n := lines(); n != 2 {
+		t.Errorf("the record has %d lines after a session in a subdirectory of a recorded worktree, want 2", n)
+	}
+	why, err := madeWhileGitless(e.state, sub)
+	if err != nil || !strings.Contains(why, "while it was in no repository") {
+		t.Errorf("a repository in the recorded worktree: %q, %v; want it to vouch for nothing", why, err)
+	}
 }
 
 // TestGitlessRecordFails: in a worktree in no repository, a session that

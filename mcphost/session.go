@@ -234,10 +234,17 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	// The writable roots in no repository (the worktree, write grants):
 	// say, where no server can reach, that servers ran there from now (see
 	// gitless.go). Without the record, a repository a server makes there
-	// could later vouch for a lock committed in it: no server starts.
+	// could later vouch for a lock committed in it: no server starts. A
+	// root the record holds already (or a directory that holds it) adds
+	// nothing: what it says is that a repository there vouches for
+	// nothing, which a window more does not change, and the record stays
+	// small however many sessions run there.
 	start := time.Now().UnixNano()
 	for _, root := range s.gitlessCandidates() {
 		if !inNoRepository(root) {
+			continue
+		}
+		if w, err := gitlessWindows(s.opts.StateDir, root); err == nil && len(w) > 0 {
 			continue
 		}
 		if err := recordGitless(s.opts.StateDir, gitlessEvent{Worktree: root, Start: start}); err != nil {
