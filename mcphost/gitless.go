@@ -63,27 +63,37 @@ func inNoRepository(worktree string) bool {
 	}
 }
 
-// recordGitless appends ev to the record in dir.
+// recordGitless appends ev to the record in dir, as a line of its own: if
+// the record does not end with a newline (a write cut short), one comes
+// first, so that the event is not joined to a torn line and lost with it.
 func recordGitless(dir string, ev gitlessEvent) error {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, gitlessLog), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, gitlessLog), os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(append(b, '\n'))
+	line := append(b, '\n')
+	var last [1]byte
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		if _, err := f.ReadAt(last[:], fi.Size()-1); err != nil || last[0] != '\n' {
+			line = append([]byte{'\n'}, line...)
+		}
+	}
+	_, err = f.Write(line)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// gitlessWindows returns, from the record in dir, the windows in which
-// servers ran, in a worktree that was in no repository, where top lies
-// (top is at or within that worktree), each with its End (0: the session
-// did not say it ended, as when it was killed).
+// gitlessWindows returns, from the record in dir, the windows recorded
+// (by the first session there; see Connect) in which servers ran, in a
+// worktree that was in no repository, where top lies (top is at or within
+// that worktree), each with its End (0: the session did not say it ended,
+// as when it was killed).
 func gitlessWindows(dir, top string) ([]gitlessEvent, error) {
 	f, err := os.Open(filepath.Join(dir, gitlessLog))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -127,6 +137,14 @@ func gitlessWindows(dir, top string) ([]gitlessEvent, error) {
 		out[i] = gitlessEvent{Worktree: k.worktree, Start: k.start, End: ends[k], record: f.Name()}
 	}
 	return out, nil
+}
+
+// gitlessHeld reports whether the record in dir holds root (a window at
+// root or a directory above it); a record that cannot be read holds
+// nothing, so that the session records again.
+func gitlessHeld(dir, root string) bool {
+	w, err := gitlessWindows(dir, root)
+	return err == nil && len(w) > 0
 }
 
 // gitlessDirs are where the record of a repository whose top is top may

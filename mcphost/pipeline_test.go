@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -661,6 +662,36 @@ func TestGitlessRecordBounded(t *testing.T) {
 	why, err := madeWhileGitless(e.state, sub)
 	if err != nil || !strings.Contains(why, "while it was in no repository") {
 		t.Errorf("a repository in the recorded worktree: %q, %v; want it to vouch for nothing", why, err)
+	}
+	// The record removed while a session it held runs (the person made
+	// a repository there and re-trusted it): that session's servers
+	// could change it, so its Close records the worktree again.
+	s := e.connect(e.opts(), fixture("notes"))
+	if err := os.Remove(filepath.Join(e.state, gitlessLog)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if why, err := madeWhileGitless(e.state, sub); err != nil || why == "" {
+		t.Errorf("after a session that ran while the record was removed: %q, %v; want a repository there to vouch for nothing", why, err)
+	}
+}
+
+// TestGitlessRecordTornLine: an event appended after a line a failed write
+// left without its newline is a line of its own, and both are read.
+func TestGitlessRecordTornLine(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	torn := `{"worktree":` + strconv.Quote(a) + `,"start":1}`
+	if err := os.WriteFile(filepath.Join(dir, gitlessLog), []byte(torn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := recordGitless(dir, gitlessEvent{Worktree: b, Start: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, top := range []string{a, b} {
+		if !gitlessHeld(dir, top) {
+			t.Errorf("the record does not hold %s after an append to a torn line", top)
+		}
 	}
 }
 

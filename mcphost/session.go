@@ -41,9 +41,11 @@ type Session struct {
 	// Connect (lock mode), for Restart's check of the program.
 	programWritable []string
 	// gitless are the writable roots in no repository where this session
-	// runs servers from gitlessStart on, as recorded (recordGitless).
-	gitless      []string
-	gitlessStart int64
+	// runs servers from gitlessStart on, as recorded (recordGitless), and
+	// gitlessHeld those the record held already at Connect, which Close
+	// records if the record no longer holds them.
+	gitless, gitlessHeld []string
+	gitlessStart         int64
 	// config is the resolved path of the config the servers' tables come
 	// from ("" if unknown), and configWritable the path a server could
 	// write that holds it ("" if none): then its tables start only as
@@ -238,13 +240,15 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	// root the record holds already (or a directory that holds it) adds
 	// nothing: what it says is that a repository there vouches for
 	// nothing, which a window more does not change, and the record stays
-	// small however many sessions run there.
+	// small however many sessions run there. (If the person removes the
+	// record meanwhile, Close records this session's window.)
 	start := time.Now().UnixNano()
 	for _, root := range s.gitlessCandidates() {
 		if !inNoRepository(root) {
 			continue
 		}
-		if w, err := gitlessWindows(s.opts.StateDir, root); err == nil && len(w) > 0 {
+		if gitlessHeld(s.opts.StateDir, root) {
+			s.gitlessHeld = append(s.gitlessHeld, root)
 			continue
 		}
 		if err := recordGitless(s.opts.StateDir, gitlessEvent{Worktree: root, Start: start}); err != nil {
@@ -452,6 +456,17 @@ func (s *Session) Close() error {
 	for _, root := range s.gitless {
 		if err := recordGitless(s.opts.StateDir, gitlessEvent{Worktree: root, Start: s.gitlessStart, End: end}); err != nil {
 			errs = append(errs, fmt.Errorf("mcphost: recording the end of the servers' run in %s, which is in no repository: %w", root, err))
+		}
+	}
+	for _, root := range s.gitlessHeld {
+		// Removed while this session's servers ran (the person made a
+		// repository there and re-trusted it): they could have changed
+		// it, so the record says so again.
+		if gitlessHeld(s.opts.StateDir, root) {
+			continue
+		}
+		if err := recordGitless(s.opts.StateDir, gitlessEvent{Worktree: root, Start: s.gitlessStart, End: end}); err != nil {
+			errs = append(errs, fmt.Errorf("mcphost: recording the servers' run in %s, which is in no repository: %w", root, err))
 		}
 	}
 	return errors.Join(errs...)

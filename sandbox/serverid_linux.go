@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,13 +110,19 @@ func takeServerID() (*serverIDLease, error) {
 // uidInUse reports whether a task in /proc runs under uid (real,
 // effective, saved or file system). A thread's credentials are its own (a
 // helper's confining thread switches to the server's uid alone), so the
-// threads of a process with more than one are each read.
+// threads of a process with more than one are each read. A process or
+// thread that is gone is skipped; any other failure to read says in use,
+// the safe side.
 func uidInUse(uid uint32) bool {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return true
 	}
 	want := []byte(strconv.FormatUint(uint64(uid), 10))
+	runsAs := func(status []byte) bool {
+		uids, _ := statusUIDs(status)
+		return slices.ContainsFunc(uids, func(f []byte) bool { return bytes.Equal(f, want) })
+	}
 	for _, e := range ents {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
@@ -123,31 +130,44 @@ func uidInUse(uid uint32) bool {
 		dir := "/proc/" + e.Name()
 		b, err := os.ReadFile(dir + "/status")
 		if err != nil {
-			continue // gone
-		}
-		uids, threads := statusUIDs(b)
-		if slices.ContainsFunc(uids, func(f []byte) bool { return bytes.Equal(f, want) }) {
+			if gone(err) {
+				continue
+			}
 			return true
 		}
-		if threads <= 1 {
+		if runsAs(b) {
+			return true
+		}
+		if _, threads := statusUIDs(b); threads == 1 {
 			continue
 		}
 		tasks, err := os.ReadDir(dir + "/task")
 		if err != nil {
-			continue // gone
+			if gone(err) {
+				continue
+			}
+			return true
 		}
 		for _, task := range tasks {
 			b, err := os.ReadFile(dir + "/task/" + task.Name() + "/status")
 			if err != nil {
-				continue
+				if gone(err) {
+					continue
+				}
+				return true
 			}
-			uids, _ := statusUIDs(b)
-			if slices.ContainsFunc(uids, func(f []byte) bool { return bytes.Equal(f, want) }) {
+			if runsAs(b) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// gone reports whether err, from reading /proc, says the process or thread
+// has ended.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH)
 }
 
 // statusUIDs returns the four uids of the "Uid:" line of a

@@ -291,15 +291,23 @@ func Probe() (string, error) {
 	hostEnv := os.Environ()
 	sp := &spec{Probe: true, Hide: emptyDirs(hostEnv), Links: systemLinks()}
 	sp.Read = canonicalExisting(systemReadPaths())
+	// ours is the probe's uid lease until launch takes it (the helper's
+	// Process frees it).
+	var ours *serverIDLease
+	defer func() {
+		if ours != nil {
+			ours.release()
+		}
+	}()
 	if dropsRoot() {
 		// The probe's confining thread runs as a server uid as a server's
 		// does, one it holds, so that it shares no identity with a live
-		// server (which could signal it). The helper's Process frees it.
+		// server (which could signal it).
 		lease, err := takeServerID()
 		if err != nil {
 			return "", unsupported("", "no uid of its own for the probe: "+err.Error()+"; or run the host as an ordinary user")
 		}
-		sp.RunAs, sp.lease = lease.uid, lease
+		sp.RunAs, sp.lease, ours = lease.uid, lease, lease
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -311,6 +319,7 @@ func Probe() (string, error) {
 		userNS = false
 	}
 	p, err := launch(ctx, "", sp, userNS, nil, startOptions{})
+	ours = nil
 	if err != nil && errors.Is(err, errUserNSRefused) {
 		// As Start would: remember the refusal, and probe the reduced tier.
 		var ue *userNSError

@@ -68,6 +68,7 @@ Examples:
 		fmt.Fprintf(c.stderr, "mcphost import: %s\n", visibleLines(err.Error(), "  "))
 		return exitFail
 	}
+	c.awaitSignals() // importing may ask npm, uv or pip
 	im, err := mcphost.Import(ctx, data, importOptions)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcphost import: %s: %s\n", pin.Visible(name), visibleLines(err.Error(), "  "))

@@ -71,7 +71,7 @@ type cli struct {
 	lock           string
 	verbose        bool
 	// signalsCaught, when not nil, is closed once SIGINT and SIGTERM are
-	// caught: connect starts no server before.
+	// caught (awaitSignals).
 	signalsCaught <-chan struct{}
 }
 
@@ -95,6 +95,15 @@ Exit codes: 0 ok; 1 failed (check: an offered tool is not as reviewed); 2 usage 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
 	return c.run(ctx, args)
+}
+
+// awaitSignals returns once SIGINT and SIGTERM are caught (main catches
+// them beside the verb's first steps). A verb calls it before it starts
+// servers or other programs, which a signal must not leave behind.
+func (c *cli) awaitSignals() {
+	if c.signalsCaught != nil {
+		<-c.signalsCaught
+	}
 }
 
 // run runs one invocation with c's streams.
@@ -158,9 +167,7 @@ func (c *cli) connect(ctx context.Context, opts mcphost.Options) (*mcphost.Sessi
 		return nil, exitUsage
 	}
 	opts.Worktree, opts.StateDir, opts.ConfigFile, opts.LockFile = c.worktree, c.state, c.config, c.lock
-	if c.signalsCaught != nil {
-		<-c.signalsCaught
-	}
+	c.awaitSignals()
 	if c.verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

@@ -199,6 +199,7 @@ func (c *cli) acceptLock(ctx context.Context, yes bool, in *bufio.Reader) int {
 	if loaded, err := mcphost.Load(c.config); err == nil {
 		servers = loaded
 	}
+	c.awaitSignals() // reading the lock runs git
 	r, err := mcphost.ReviewLock(ctx, c.lock, servers, mcphost.Options{Worktree: c.worktree, StateDir: c.state})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcphost approve: %s\n", visibleLines(err.Error(), "  "))
