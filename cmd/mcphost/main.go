@@ -46,7 +46,8 @@ func main() {
 	//
 	// Catching them starts a thread, which costs about a millisecond on a
 	// slow machine: it is done beside parsing the flags and loading the
-	// config, and connect waits for it before it starts a server.
+	// config, and a verb waits for it (awaitSignals) before it starts
+	// servers or other programs.
 	ctx, cancel := context.WithCancel(context.Background())
 	caught := make(chan struct{})
 	go func() {
