@@ -119,44 +119,34 @@ func uidInUse(uid uint32) bool {
 		return true
 	}
 	want := []byte(strconv.FormatUint(uint64(uid), 10))
-	runsAs := func(status []byte) bool {
-		uids, _ := statusUIDs(status)
-		return slices.ContainsFunc(uids, func(f []byte) bool { return bytes.Equal(f, want) })
+	// inUse reads the status file at path: whether its task runs as
+	// uid, and its process's thread count. A task that is gone does not.
+	inUse := func(path string) (bool, int) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return !gone(err), 1
+		}
+		uids, threads := statusUIDs(b)
+		return slices.ContainsFunc(uids, func(f []byte) bool { return bytes.Equal(f, want) }), threads
 	}
 	for _, e := range ents {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
 		}
 		dir := "/proc/" + e.Name()
-		b, err := os.ReadFile(dir + "/status")
-		if err != nil {
-			if gone(err) {
-				continue
-			}
+		in, threads := inUse(dir + "/status")
+		if in {
 			return true
 		}
-		if runsAs(b) {
-			return true
-		}
-		if _, threads := statusUIDs(b); threads == 1 {
+		if threads == 1 {
 			continue
 		}
 		tasks, err := os.ReadDir(dir + "/task")
-		if err != nil {
-			if gone(err) {
-				continue
-			}
+		if err != nil && !gone(err) {
 			return true
 		}
 		for _, task := range tasks {
-			b, err := os.ReadFile(dir + "/task/" + task.Name() + "/status")
-			if err != nil {
-				if gone(err) {
-					continue
-				}
-				return true
-			}
-			if runsAs(b) {
+			if in, _ := inUse(dir + "/task/" + task.Name() + "/status"); in {
 				return true
 			}
 		}
