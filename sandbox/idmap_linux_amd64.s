@@ -20,13 +20,9 @@ TEXT ·vforkUserNS(SB),NOSPLIT,$24-24
 	MOVQ	$8, R10             // sizeof(sigset_t) for the kernel
 	MOVQ	$14, AX             // SYS_rt_sigprocmask
 	SYSCALL
+	MOVQ	AX, R12
 	CMPQ	AX, $0xfffffffffffff001
-	JLS	blocked
-	MOVQ	$-1, pid+0(FP)
-	MOVQ	$-1, pidfd+8(FP)
-	NEGQ	AX
-	MOVQ	AX, errno+16(FP)
-	RET
+	JHI	fail
 
 blocked:
 	MOVQ	$0x10005500, DI     // CLONE_NEWUSER|CLONE_PIDFD|CLONE_VFORK|CLONE_FILES|CLONE_VM; exit signal 0
@@ -55,6 +51,8 @@ parent:
 	SYSCALL
 	CMPQ	R12, $0xfffffffffffff001
 	JLS	ok
+
+fail: // R12 holds -errno
 	MOVQ	$-1, pid+0(FP)
 	MOVQ	$-1, pidfd+8(FP)
 	NEGQ	R12

@@ -24,6 +24,16 @@ func requireRootIdmap(t testing.TB) {
 	}
 }
 
+// requireVforkUserNS skips unless requireRootIdmap holds and vforkUserNS
+// is written for this architecture.
+func requireVforkUserNS(t *testing.T) {
+	t.Helper()
+	requireRootIdmap(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("no vforkUserNS on %s", runtime.GOARCH)
+	}
+}
+
 // seenOwner returns the owner of name in dir as an idmapped copy of dir,
 // mapped by the user namespace ns, shows it.
 func seenOwner(t *testing.T, dir, name string, ns int) (uid, gid uint32) {
@@ -148,10 +158,7 @@ func TestOwnerUserNS(t *testing.T) {
 // own mapping and no child is left. That no signal reaches the child is
 // TestVforkUserNSMask's.
 func TestNewUserNSConcurrent(t *testing.T) {
-	requireRootIdmap(t)
-	if runtime.GOARCH != "amd64" {
-		t.Skipf("no vforkUserNS on %s", runtime.GOARCH)
-	}
+	requireVforkUserNS(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -234,10 +241,7 @@ func TestNewUserNSConcurrent(t *testing.T) {
 // host's stacks; a signal to the process group reaches it), sends no exit
 // signal, and comes with a pidfd of it.
 func TestVforkUserNSMask(t *testing.T) {
-	requireRootIdmap(t)
-	if runtime.GOARCH != "amd64" {
-		t.Skipf("no vforkUserNS on %s", runtime.GOARCH)
-	}
+	requireVforkUserNS(t)
 	pid, pidfd, errno := vforkUserNS()
 	if errno != 0 {
 		t.Fatal(unix.Errno(errno))
