@@ -503,6 +503,20 @@ func serverMadeRepository(t *testing.T, init string) {
 	}
 }
 
+// gitlessEnv is a worktree in no repository, with a state directory of
+// its own; the test is skipped where temporary directories lie in one.
+func gitlessEnv(t *testing.T) *env {
+	t.Helper()
+	wt, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inNoRepository(wt) {
+		t.Skipf("the temporary directory %s is in a repository", wt)
+	}
+	return &env{t: t, worktree: wt, state: t.TempDir()}
+}
+
 // TestServerMadeRepositoryInGitlessWorktree: the worktree is in no
 // repository at all, so there is no .git for the sandbox to keep
 // read-only. A real confined server makes one at its top (git init) and
@@ -518,25 +532,15 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	gitless := func(t *testing.T) *env {
-		wt, err := filepath.EvalSymlinks(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !inNoRepository(wt) {
-			t.Skipf("the temporary directory %s is in a repository", wt)
-		}
-		return &env{t: t, worktree: wt, state: t.TempDir()}
-	}
 	commit := func(t *testing.T, dir string) {
 		gitIn(t, dir, "init", "-q")
 		gitIn(t, dir, "add", "team.lock")
 		gitIn(t, dir, "commit", "-qm", "mine")
 	}
-	planted := trustingLock(gitless(t))
+	planted := trustingLock(gitlessEnv(t))
 
 	t.Run("made by a server", func(t *testing.T) {
-		e := gitless(t)
+		e := gitlessEnv(t)
 		evil := planter(e, "git init -q . && printf '%s' \"$LOCK\" > team.lock && git add team.lock && git -c user.name=x -c user.email=x@y -c commit.gpgsign=false commit -qm planted && exec ./fixture", planted)
 		ps := e.connect(e.opts(), evil)
 		ps.Close()
@@ -555,7 +559,7 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 	t.Run("made in a directory, opened as the worktree later", func(t *testing.T) {
 		// Each worktree its default state directory, as the CLI has it.
 		t.Setenv("XDG_STATE_HOME", t.TempDir())
-		e := gitless(t)
+		e := gitlessEnv(t)
 		var err error
 		if e.state, err = DefaultStateDir(e.worktree); err != nil {
 			t.Fatal(err)
@@ -574,7 +578,7 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		old := t.TempDir()
 		os.WriteFile(filepath.Join(old, "team.lock"), planted, 0o644)
 		commit(t, old)
-		e := gitless(t)
+		e := gitlessEnv(t)
 		evil := planter(e, "printf 'gitdir: %s/.git\\n' "+old+" > .git && printf '%s' \"$LOCK\" > team.lock && exec ./fixture", planted)
 		e.connect(e.opts(), evil).Close()
 		// Refused twice over: the record, and a .git file not named back
@@ -582,7 +586,7 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 		wantUntrusted(t, e, filepath.Join(e.worktree, "team.lock"), "does not name it back", "a lock vouched for by a .git file a server wrote")
 	})
 	t.Run("made in a write grant", func(t *testing.T) {
-		e := gitless(t)
+		e := gitlessEnv(t)
 		grant, err := filepath.EvalSymlinks(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
@@ -596,14 +600,14 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 	t.Run("an older directory renamed to .git", func(t *testing.T) {
 		// A rename keeps the directory's birth time, which so cannot tell
 		// who made the repository.
-		e := gitless(t)
+		e := gitlessEnv(t)
 		os.Mkdir(filepath.Join(e.worktree, "docs"), 0o755)
 		evil := planter(e, "mv docs .git && git init -q . && printf '%s' \"$LOCK\" > team.lock && git add team.lock && git -c user.name=x -c user.email=x@y -c commit.gpgsign=false commit -qm planted && exec ./fixture", planted)
 		e.connect(e.opts(), evil).Close()
 		wantUntrusted(t, e, filepath.Join(e.worktree, "team.lock"), "while it was in no repository", "a lock committed in a renamed older directory")
 	})
 	t.Run("the person's, once the record is removed", func(t *testing.T) {
-		e := gitless(t)
+		e := gitlessEnv(t)
 		e.connect(e.opts(), fixture("notes")).Close()
 		os.WriteFile(filepath.Join(e.worktree, "team.lock"), planted, 0o644)
 		commit(t, e.worktree)
@@ -628,14 +632,7 @@ func TestServerMadeRepositoryInGitlessWorktree(t *testing.T) {
 // session, to maxGitlessLog, past which no repository vouches), and a
 // repository made there still vouches for nothing.
 func TestGitlessRecordBounded(t *testing.T) {
-	wt, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !inNoRepository(wt) {
-		t.Skipf("the temporary directory %s is in a repository", wt)
-	}
-	e := &env{t: t, worktree: wt, state: t.TempDir()}
+	e := gitlessEnv(t)
 	lines := func() int {
 		b, err := os.ReadFile(filepath.Join(e.state, gitlessLog))
 		if err != nil {
@@ -650,7 +647,7 @@ func TestGitlessRecordBounded(t *testing.T) {
 		t.Errorf("the record has %d lines after four sessions in one worktree, want the first session's 2", n)
 	}
 	// A subdirectory opened as the worktree is held by the record too.
-	sub := filepath.Join(wt, "sub")
+	sub := filepath.Join(e.worktree, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -699,14 +696,7 @@ func TestGitlessRecordTornLine(t *testing.T) {
 // cannot record that servers run there starts none, saying why: without
 // the record, a repository one of them made could later vouch for a lock.
 func TestGitlessRecordFails(t *testing.T) {
-	wt, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !inNoRepository(wt) {
-		t.Skipf("the temporary directory %s is in a repository", wt)
-	}
-	e := &env{t: t, worktree: wt, state: t.TempDir()}
+	e := gitlessEnv(t)
 	// The record's place is taken by a directory: appending to it fails.
 	if err := os.Mkdir(filepath.Join(e.state, gitlessLog), 0o700); err != nil {
 		t.Fatal(err)
