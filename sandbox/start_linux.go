@@ -289,7 +289,7 @@ func Probe() (string, error) {
 		return "", err
 	}
 	hostEnv := os.Environ()
-	sp := &spec{Probe: true, Hide: emptyDirs(hostEnv), Links: systemLinks()}
+	sp := &spec{Probe: true, Hide: emptyDirs(canonicalExisting(systemReadPaths()), canonicalExisting(homeDirs(hostEnv))), Links: systemLinks()}
 	sp.Read = canonicalExisting(systemReadPaths())
 	// ours is the probe's uid lease until launch takes it (the helper's
 	// Process frees it).
@@ -501,12 +501,12 @@ func runUnprivileged(sp *spec, uid uint32) error {
 }
 
 // emptyDirs are the directories the server sees empty unless granted: the
-// home directories, which programs expect to exist. (Every other path that
-// is not granted does not exist in the server's view.)
-func emptyDirs(hostEnv []string) []string {
-	sys := canonicalExisting(systemReadPaths())
+// home directories (homes, canonical), which programs expect to exist, other
+// than those within the system read paths (sys, canonical). (Every other
+// path that is not granted does not exist in the server's view.)
+func emptyDirs(sys, homes []string) []string {
 	var out []string
-	for _, h := range canonicalExisting(homeDirs(hostEnv)) {
+	for _, h := range homes {
 		if h != "/" && !anyUnder(sys, h) {
 			out = append(out, h)
 		}
@@ -539,8 +539,9 @@ func systemLinks() map[string]string {
 // hideCandidates are the directories covered by an empty tmpfs in the
 // server's mount namespace unless granted: where listening unix sockets and
 // per-user secrets live. HOME and XDG_RUNTIME_DIR are taken both from the
-// server's host environment and from the host process's own.
-func hideCandidates(hostEnv []string) []string {
+// server's host environment and from the host process's own. sys are the
+// system read paths, canonical, which are never covered.
+func hideCandidates(hostEnv, sys []string) []string {
 	c := []string{"/tmp", "/var/tmp", "/run", "/var/run", "/home", "/root"}
 	for _, name := range []string{"HOME", "XDG_RUNTIME_DIR"} {
 		if v, ok := envValue(hostEnv, name); ok {
@@ -550,7 +551,6 @@ func hideCandidates(hostEnv []string) []string {
 			c = append(c, v)
 		}
 	}
-	sys := canonicalExisting(systemReadPaths())
 	var out []string
 	for _, h := range canonicalExisting(c) {
 		// Never cover / or a system directory (HOME=/ happens for root
@@ -665,7 +665,10 @@ func buildSpec(cfg *Config, hostEnv []string, tmp, home string) (*spec, error) {
 	if err := checkLinks(cfg, programs, untrusted); err != nil {
 		return nil, invalidConfig(name, err)
 	}
-	hide := hideCandidates(hostEnv)
+	// The system read paths and the host's home directories, resolved once
+	// for every check below.
+	sys := canonicalExisting(systemReadPaths())
+	hide := hideCandidates(hostEnv, sys)
 	homes := canonicalExisting(homeDirs(hostEnv))
 	for _, w := range write {
 		switch {
@@ -682,7 +685,7 @@ func buildSpec(cfg *Config, hostEnv []string, tmp, home string) (*spec, error) {
 	}
 	s.Write = outermost(write)
 
-	read := canonicalExisting(systemReadPaths())
+	read := append([]string(nil), sys...)
 	for _, p := range cfg.Read {
 		c, err := canonical("read path", p)
 		if err != nil {
@@ -730,11 +733,11 @@ func buildSpec(cfg *Config, hostEnv []string, tmp, home string) (*spec, error) {
 	}
 	s.Read = readOnly
 	if home != "" {
-		if err := s.setHome(home, homes); err != nil {
+		if err := s.setHome(home, homes, sys); err != nil {
 			return nil, invalidConfig(name, err)
 		}
 	}
-	s.Hide = emptyDirs(hostEnv)
+	s.Hide = emptyDirs(sys, homes)
 	s.Links = systemLinks()
 
 	for _, q := range cfg.Protect {
@@ -1499,8 +1502,9 @@ func (p *Process) abort() {
 // setHome makes the directory home the server's home (Config.Home): at the
 // path of its HOME where that can be a mount point of its own, else at
 // home's own path, with HOME set to where it is. s.Read and s.Write must be final;
-// realHomes are the host's home directories, which home must not expose.
-func (s *spec) setHome(home string, realHomes []string) error {
+// realHomes are the host's home directories, which home must not expose;
+// sys the system read paths (both canonical).
+func (s *spec) setHome(home string, realHomes, sys []string) error {
 	src, err := canonical("home directory", home)
 	if err != nil {
 		return err
@@ -1508,7 +1512,6 @@ func (s *spec) setHome(home string, realHomes []string) error {
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
 		return fmt.Errorf("home directory %s is not a directory", home)
 	}
-	sys := canonicalExisting(systemReadPaths())
 	switch {
 	case src == "/" || underAny(src, sys):
 		return fmt.Errorf("home directory %s is / or a system directory", home)
