@@ -232,15 +232,35 @@ func (s *Session) distrustPrompt(r subject) {
 	}
 }
 
-// Prompts returns the prompts of every running server, sorted by server
-// and name, each with its pin: a copy the caller owns. Their definitions
-// are server text: show them through pin.Visible.
+// Prompts returns the prompts to offer the model: those of every running
+// server that GetPrompt would get (as reviewed, or first seen on a server
+// never reviewed), sorted by server and name: a copy the caller owns. A
+// prompt that changed since its review, is new on a reviewed server or
+// could not be pinned is left out until a person reviews it (Pending,
+// Review, Approve): its title, description and arguments are the
+// server's text, which the model reads only as reviewed. AllPrompts
+// returns them all.
 func (s *Session) Prompts() []Prompt {
+	return s.collectPrompts((*Prompt).trusted)
+}
+
+// AllPrompts returns every prompt of every running server with its pin,
+// trusted or not, sorted by server and name: what `mcphost list` shows a
+// person, and a copy the caller owns. Their definitions are server text:
+// show them through pin.Visible.
+func (s *Session) AllPrompts() []Prompt {
+	return s.collectPrompts(func(*Prompt) bool { return true })
+}
+
+func (s *Session) collectPrompts(keep func(*Prompt) bool) []Prompt {
 	var out []Prompt
 	for _, name := range s.order {
 		srv := s.servers[name]
 		srv.mu.Lock()
 		for _, p := range srv.prompts {
+			if !keep(p) {
+				continue
+			}
 			c := *p
 			c.Arguments, c.Definition, c.Changed = slices.Clone(p.Arguments), slices.Clone(p.Definition), slices.Clone(p.Changed)
 			out = append(out, c)

@@ -157,9 +157,14 @@ func TestPromptListChanged(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			var p Prompt
-			for _, q := range s.Prompts() {
+			for _, q := range s.AllPrompts() {
 				if q.Server == server && q.Name == "summarize" {
 					p = q
+				}
+			}
+			for _, q := range s.Prompts() {
+				if q.Server == server && q.Name == "summarize" {
+					t.Errorf("the changed prompt is still offered to the model: %+v", q)
 				}
 			}
 			if p.Pin != PinChanged || !slices.Contains(p.Changed, "description") {

@@ -236,7 +236,7 @@ func (c *cli) list(ctx context.Context, args []string) int {
 				Servers map[string]profileCost `json:"servers"`
 				Total   profileCost            `json:"total"`
 			} `json:"context"`
-		}{Tools: tools, Prompts: s.Prompts(), Servers: s.Servers(), Reviews: held, Notices: s.Notices()}
+		}{Tools: tools, Prompts: s.AllPrompts(), Servers: s.Servers(), Reviews: held, Notices: s.Notices()}
 		out.Context.Tools, out.Context.Servers, out.Context.Total = cc.tools, cc.servers, cc.total
 		if out.Notices == nil {
 			out.Notices = []string{}
@@ -251,7 +251,7 @@ func (c *cli) list(ctx context.Context, args []string) int {
 		return exitOK
 	}
 	p := colorFor(c.stdout)
-	writeList(c.stdout, s.AllTools(), s.Prompts(), s.Servers(), s.Notices(), p)
+	writeList(c.stdout, s.AllTools(), s.AllPrompts(), s.Servers(), s.Notices(), p)
 	writeReviews(c.stdout, held, p)
 	return exitOK
 }
