@@ -278,7 +278,7 @@ func (s *Session) send(ctx context.Context, e *toolEntry, args json.RawMessage, 
 			// on the pipe.
 			return nil, srv.goneError(err)
 		}
-		return nil, fmt.Errorf("server %s: %w", srv.cfg.Name, err)
+		return nil, fmt.Errorf("server %s: %w", srv.cfg.Name, fromServer(err))
 	}
 	if refused := s.checkOutput(e, res); refused != nil {
 		return refused, nil

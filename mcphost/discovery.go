@@ -280,31 +280,34 @@ func (d *toolDef) read(raw json.RawMessage) (digest string, digestErr, err error
 		*d, err = decoded(raw)
 		return "", digestErr, err
 	}
-	// What json.Unmarshal would refuse for each field decode reads: a
-	// value of another JSON type (null reads as absent).
-	str := func(f canonical.Field, dst *string) bool {
-		switch {
-		case f.Raw == nil || string(f.Raw) == "null":
-		case f.Raw[0] == '"':
-			*dst = f.Text
-		default:
-			return false
-		}
-		return true
-	}
 	var name string
-	ok := str(f[0], &name) && str(f[1], &d.Title) && str(f[2], &d.Description)
+	ok := stringField(f[0], &name) && stringField(f[1], &d.Title) && stringField(f[2], &d.Description)
 	if f[0].Raw != nil && string(f[0].Raw) != "null" {
 		d.Name = &name
 	}
 	d.InputSchema, d.OutputSchema, d.Annotations = f[3].Raw, f[4].Raw, f[5].Raw
 	if exec := f[6].Raw; exec != nil && string(exec) != "null" {
-		ok = ok && exec[0] == '{' && str(f[7], &d.Execution.TaskSupport)
+		ok = ok && exec[0] == '{' && stringField(f[7], &d.Execution.TaskSupport)
 	}
 	if !ok {
 		return digest, nil, errors.New("a member mcphost reads has the wrong JSON type")
 	}
 	return digest, nil, nil
+}
+
+// stringField reads f, a member read by canonical.Fields, into dst if it
+// is a string, and reports whether it is one or absent (null reads as
+// absent): a value of another JSON type, which json.Unmarshal would
+// refuse, is false.
+func stringField(f canonical.Field, dst *string) bool {
+	switch {
+	case f.Raw == nil || string(f.Raw) == "null":
+	case f.Raw[0] == '"':
+		*dst = f.Text
+	default:
+		return false
+	}
+	return true
 }
 
 func decoded(raw json.RawMessage) (toolDef, error) {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost/mcphost/sandbox"
@@ -207,6 +208,36 @@ func rawFixture(t *testing.T, e *env, name, defs string, flags ...string) Server
 	sc := fixture(name, append([]string{"-raw", path}, flags...)...)
 	sc.StartupTimeout = 10 * time.Second
 	return sc
+}
+
+// TestServerErrorBounded: a JSON-RPC error a server answers a call with
+// reaches the caller, and through the tool's error text the model,
+// printable and cut to maxServerErrorText characters, however long it is
+// and whatever characters it holds; errors.As still finds the server's
+// error with its code.
+func TestServerErrorBounded(t *testing.T) {
+	e := newEnv(t)
+	sc := rawFixture(t, e, "liar", `[{"name":"rpc_error","description":"Fails.","inputSchema":{"type":"object"}}]`)
+	sc.Allow = []string{"rpc_error"}
+	s := e.connect(e.opts(), sc)
+	_, err := s.Call(context.Background(), "mcp__liar__rpc_error", json.RawMessage(`{}`))
+	if err == nil {
+		t.Fatal("the call succeeded")
+	}
+	msg := err.Error()
+	if n := len([]rune(msg)); n > maxServerErrorText+200 {
+		t.Errorf("the error is %d characters, want at most about %d", n, maxServerErrorText)
+	}
+	if strings.ContainsAny(msg, "\x1b\u202e\U000E0041") || strings.Contains(msg, "END") {
+		t.Errorf("the error keeps the server's control characters or its end: %q", printable(msg, 400))
+	}
+	if !strings.Contains(msg, "IGNORE PREVIOUS") || !strings.Contains(msg, "liar") {
+		t.Errorf("the error lost its start or the server's name: %q", msg)
+	}
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != -32000 {
+		t.Errorf("errors.As finds no JSON-RPC error with code -32000 in %v", err)
+	}
 }
 
 func TestBrokenPagination(t *testing.T) {

@@ -3,6 +3,7 @@ package mcphost
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost/mcphost/internal/canonical"
 	"github.com/mcphost/mcphost/pin"
 )
 
@@ -55,6 +57,40 @@ func (srv *server) listPrompts(ctx context.Context, cs *mcp.ClientSession, tap *
 	})
 }
 
+// promptDef is the part of a raw prompt definition mcphost reads; the
+// digest covers the whole definition.
+type promptDef struct {
+	Name               *string
+	Title, Description string
+	Arguments          json.RawMessage
+}
+
+// promptPaths are the members readPromptDef reads, in promptDef's order.
+var promptPaths = [][]string{{"name"}, {"title"}, {"description"}, {"arguments"}}
+
+// readPromptDef digests raw and reads its members by their exact keys,
+// from the tree the digest is made of, as toolDef.read does for a tool:
+// encoding/json would match "DESCRIPTION" to Description too, and forward
+// a text a reviewer saw under another key. A member of the wrong JSON
+// type, or a definition pin refuses, is an error.
+func readPromptDef(raw json.RawMessage) (promptDef, string, error) {
+	var d promptDef
+	var buf [4]canonical.Field // len(promptPaths)
+	digest, f, err := canonical.Fields(raw, buf[:0], promptPaths...)
+	if err != nil {
+		return d, "", err
+	}
+	var name string
+	if !stringField(f[0], &name) || !stringField(f[1], &d.Title) || !stringField(f[2], &d.Description) {
+		return d, "", errors.New("a member mcphost reads is not a string")
+	}
+	if f[0].Raw != nil && string(f[0].Raw) != "null" {
+		d.Name = &name
+	}
+	d.Arguments = f[3].Raw
+	return d, digest, nil
+}
+
 // pinPrompts turns a server's raw prompts into Prompts judged against
 // their reviews (judge): a prompt's text reaches the model only as
 // reviewed, or as first seen on a server never reviewed (trusted), as
@@ -64,16 +100,7 @@ func (srv *server) pinPrompts(raws []json.RawMessage, ls loadedState) (prompts [
 	seen := map[string]bool{}
 	var fresh []string
 	for i, raw := range raws {
-		var d struct {
-			Name        *string         `json:"name"`
-			Title       string          `json:"title"`
-			Description string          `json:"description"`
-			Arguments   json.RawMessage `json:"arguments"`
-		}
-		digest, err := pin.Digest(raw)
-		if err == nil {
-			err = json.Unmarshal(raw, &d)
-		}
+		d, digest, err := readPromptDef(raw)
 		if err != nil || d.Name == nil || *d.Name == "" {
 			notices = append(notices, fmt.Sprintf("server %s: skipped prompt #%d of its list: it cannot be read or pinned", name, i+1))
 			continue
@@ -257,6 +284,10 @@ func (s *Session) collectPrompts(keep func(*Prompt) bool) []Prompt {
 	for _, name := range s.order {
 		srv := s.servers[name]
 		srv.mu.Lock()
+		if srv.state != ServerRunning {
+			srv.mu.Unlock()
+			continue
+		}
 		for _, p := range srv.prompts {
 			if !keep(p) {
 				continue
@@ -335,7 +366,7 @@ func (s *Session) GetPrompt(ctx context.Context, server, name string, args map[s
 		case cctx.Err() != nil:
 			return nil, fmt.Errorf("mcphost: get prompt %q: %w: no result within call_timeout %v of [mcp.%s]", printable(name, 80), ErrTimeout, srv.cfg.CallTimeout, server)
 		}
-		return nil, fmt.Errorf("mcphost: get prompt %q of server %s: %w", printable(name, 80), server, err)
+		return nil, fmt.Errorf("mcphost: get prompt %q of server %s: %w", printable(name, 80), server, fromServer(err))
 	}
 	return cutPrompt(res, srv.cfg.MaxOutput, server), nil
 }

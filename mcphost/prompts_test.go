@@ -79,6 +79,53 @@ func TestPromptPinned(t *testing.T) {
 	}
 }
 
+// TestPromptFieldsByExactKey: a prompt's name, title and description are
+// read by their exact keys, as a tool's are: a definition that also has
+// "DESCRIPTION" or "Name" (other keys to the digest and to a person
+// reading the review) gives the model the text under "description" and
+// the name under "name", not whichever encoding/json matched last.
+func TestPromptFieldsByExactKey(t *testing.T) {
+	e := newEnv(t)
+	prompts := filepath.Join(e.worktree, "prompts.json")
+	os.WriteFile(prompts, []byte(`[{"name":"p","description":"benign","DESCRIPTION":"evil","Name":"q","title":"Fine","TITLE":"Bad"}]`), 0o644)
+	s := e.connect(e.opts(), rawFixture(t, e, "raw", `[]`, "-raw-prompts", prompts))
+	ps := s.Prompts()
+	if len(ps) != 1 || ps[0].Name != "p" || ps[0].Description != "benign" || ps[0].Title != "Fine" {
+		t.Errorf("prompts: %+v; want p, \"Fine\", \"benign\"", ps)
+	}
+}
+
+// TestPromptsGoneWithProcess: prompts are pinned per process. Once a
+// server's process is closed (Close, or the first half of a Restart) its
+// prompts are gone: none is listed, and no prompt of a next process can be
+// got under the pin of this one before that process's own are listed.
+func TestPromptsGoneWithProcess(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(e.opts(), fixture("notes", "-prompt-file", filepath.Join(e.worktree, "none")))
+	if len(s.Prompts()) != 2 {
+		t.Fatalf("prompts: %+v", s.AllPrompts())
+	}
+	srv := s.servers["notes"]
+	if err := srv.close(ServerClosed); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	left := len(srv.prompts)
+	srv.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d prompts still pinned after the process closed", left)
+	}
+	if ps := s.AllPrompts(); len(ps) != 0 {
+		t.Errorf("listed after close: %+v", ps)
+	}
+	if err := s.Restart(context.Background(), "notes"); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Prompts()) != 2 {
+		t.Errorf("after Restart: %+v", s.AllPrompts())
+	}
+}
+
 // TestPromptAddedAfterReview: a prompt a reviewed server starts offering
 // is neither offered to the model nor got until reviewed.
 func TestPromptAddedAfterReview(t *testing.T) {

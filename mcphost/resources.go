@@ -171,5 +171,5 @@ func (srv *server) requestError(ctx, cctx context.Context, what string, err erro
 	case cctx.Err() != nil:
 		return fmt.Errorf("mcphost: %s: %w: no result within call_timeout %v of [mcp.%s]", what, ErrTimeout, srv.cfg.CallTimeout, srv.cfg.Name)
 	}
-	return fmt.Errorf("mcphost: %s of server %s: %w", what, srv.cfg.Name, err)
+	return fmt.Errorf("mcphost: %s of server %s: %w", what, srv.cfg.Name, fromServer(err))
 }

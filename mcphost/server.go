@@ -250,7 +250,7 @@ func (srv *server) start(ctx context.Context) error {
 			ErrLauncherOffline, launcher, registry, launcherWait, registryHost(launcher))}
 	}
 	if err != nil {
-		err = srv.explain(ctx, proc, err, timeout)
+		err = srv.explain(ctx, proc, fromServer(err), timeout)
 		if isLauncher && cfg.network() != "none" && ctx.Err() == context.DeadlineExceeded && srv.stopped() == nil {
 			err = fmt.Errorf("%w: %s", err, srv.launcherTimeout(launcher, timeout, launcherDefault))
 		}
@@ -270,7 +270,7 @@ func (srv *server) start(ctx context.Context) error {
 	for round := 0; ; round++ {
 		raws, err = srv.listAll(ctx, cs, tap)
 		if err != nil {
-			err = srv.explain(ctx, proc, err, timeout)
+			err = srv.explain(ctx, proc, fromServer(err), timeout)
 			_ = cs.Close()
 			_ = proc.Close(0)
 			return &startError{"tools/list", err}
@@ -501,6 +501,10 @@ func (srv *server) close(state ServerState) error {
 		close(srv.promptsRelisting)
 		srv.promptsRelisting = nil
 	}
+	// The prompts were pinned for this process: a Restart's new one
+	// lists and pins its own (publishPrompts), and until then no prompt
+	// of the new process may be got under this one's pin.
+	srv.prompts = nil
 	srv.mu.Unlock()
 	var err error
 	tr := newPhaseTrace("close", srv.cfg.Name)
@@ -575,7 +579,10 @@ type ServerInfo struct {
 	// person (descriptors in flight, pipe pages, their process count).
 	Lacks []string `json:"lacks,omitempty"`
 	Tools int      `json:"tools"`
-	Error string   `json:"error,omitempty"`
+	// Error says why the server is not running, for a person: its text
+	// may carry the server's own words (printable, and bounded where they
+	// come from a request) and its stderr.
+	Error string `json:"error,omitempty"`
 	// Widens lists what the server's table grants beyond the default
 	// confinement, in words for a person to weigh: "sandbox = off
 	// (unconfined)", "network", "network NAME, ... (through a proxy of

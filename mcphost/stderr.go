@@ -3,6 +3,7 @@ package mcphost
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"regexp"
@@ -205,6 +206,30 @@ func (s *stderrLog) Written() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.written
+}
+
+// maxServerErrorText bounds, in characters, the text of an error that
+// may carry a server's own words (see serverError).
+const maxServerErrorText = 300
+
+// serverError is an error from a request to a server (a JSON-RPC error it
+// answered with, a result that did not decode, a start that failed):
+// its text may be the server's own, of any length and with any
+// characters, and it reaches the caller and, through a tool's error, the
+// model. Error gives it printable and cut to maxServerErrorText
+// characters; errors.Is and errors.As still reach the error it wraps.
+type serverError struct{ err error }
+
+func (e *serverError) Error() string { return printable(e.err.Error(), maxServerErrorText) }
+func (e *serverError) Unwrap() error { return e.err }
+
+// fromServer wraps err, if not nil, as a serverError.
+func fromServer(err error) error {
+	var se *serverError
+	if err == nil || errors.As(err, &se) {
+		return err
+	}
+	return &serverError{err}
 }
 
 // printable makes server-supplied text safe to show in a notice: control

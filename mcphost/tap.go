@@ -275,7 +275,7 @@ func (c *tapConn) request(ctx context.Context, method string, params any) (json.
 			return nil, mcp.ErrConnectionClosed
 		}
 		if resp.Error != nil {
-			return nil, fmt.Errorf("%s: %w", method, resp.Error)
+			return nil, fmt.Errorf("%s: %w", method, fromServer(resp.Error))
 		}
 		return resp.Result, nil
 	case <-ctx.Done():

@@ -275,7 +275,9 @@ func (t Tool) clone() Tool {
 	return t
 }
 
-// Tool returns one tool by model name, denied tools included.
+// Tool returns one tool by model name, denied and withheld tools
+// included: what a person looks up. Before anything of it reaches the
+// model, check Offered (Tools returns only offered tools).
 func (s *Session) Tool(name string) (Tool, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
