@@ -261,7 +261,9 @@ func (s *Session) send(ctx context.Context, e *toolEntry, args json.RawMessage, 
 	if e.task {
 		res, err = s.callTask(cctx, e, params)
 	} else {
+		// callTask's own errors bound what they quote of the server.
 		res, err = cs.CallTool(cctx, params)
+		err = fromServer(err)
 	}
 	if err != nil {
 		switch {
@@ -278,7 +280,7 @@ func (s *Session) send(ctx context.Context, e *toolEntry, args json.RawMessage, 
 			// on the pipe.
 			return nil, srv.goneError(err)
 		}
-		return nil, fmt.Errorf("server %s: %w", srv.cfg.Name, fromServer(err))
+		return nil, fmt.Errorf("server %s: %w", srv.cfg.Name, err)
 	}
 	if refused := s.checkOutput(e, res); refused != nil {
 		return refused, nil
@@ -372,7 +374,7 @@ func (srv *server) goneError(cause error) error {
 		}
 	}
 	if status == "" {
-		return fmt.Errorf("%w: server %s: connection lost: %v", ErrServerGone, srv.cfg.Name, cause)
+		return fmt.Errorf("%w: server %s: connection lost: %v", ErrServerGone, srv.cfg.Name, fromServer(cause))
 	}
 	return fmt.Errorf("%w: server %s exited (%s) during the call", ErrServerGone, srv.cfg.Name, status)
 }

@@ -53,7 +53,7 @@ func (srv *server) listPaged(method, field string, limit int, tap *listTap, call
 		}
 		tap.take()
 		if err := call(cursor); err != nil {
-			return nil, err
+			return nil, fromServer(err)
 		}
 		raw := tap.take()
 		if raw == nil {

@@ -144,11 +144,15 @@ func (srv *server) pinPrompts(raws []json.RawMessage, ls loadedState) (prompts [
 
 // publishPrompts lists and pins a running server's prompts, if it offers
 // any, within its startup_timeout. A server whose prompts cannot be read
-// keeps its tools: the failure is a notice.
+// keeps its tools: the failure is a notice, and it has no prompts. Until
+// the new list is stored the previous one stays (GetPrompt waits for a
+// re-list; Prompts lists what was judged before, the reviewed text). A
+// list made for a process that has since been closed (srv.gen moved on)
+// or has exited is dropped, with its first sights, so that no process is
+// judged by another's pins.
 func (s *Session) publishPrompts(srv *server, ls loadedState) []subject {
 	srv.mu.Lock()
-	cs, tap := srv.cs, srv.tap
-	srv.prompts = nil
+	cs, tap, gen := srv.cs, srv.tap, srv.gen
 	srv.mu.Unlock()
 	if cs == nil {
 		return nil
@@ -159,14 +163,23 @@ func (s *Session) publishPrompts(srv *server, ls loadedState) []subject {
 	ctx, cancel := context.WithTimeout(context.Background(), srv.cfg.StartupTimeout)
 	defer cancel()
 	raws, err := srv.listPrompts(ctx, cs, tap)
+	var prompts []*Prompt
+	var recs []subject
+	var notices []string
 	if err != nil {
-		s.addNotice(fmt.Sprintf("server %s: its prompts could not be listed: %v", srv.cfg.Name, err))
+		notices = []string{fmt.Sprintf("server %s: its prompts could not be listed: %v", srv.cfg.Name, err)}
+	} else {
+		prompts, recs, notices = srv.pinPrompts(raws, ls)
+	}
+	srv.mu.Lock()
+	current := srv.gen == gen && srv.state == ServerRunning
+	if current {
+		srv.prompts = prompts
+	}
+	srv.mu.Unlock()
+	if !current {
 		return nil
 	}
-	prompts, recs, notices := srv.pinPrompts(raws, ls)
-	srv.mu.Lock()
-	srv.prompts = prompts
-	srv.mu.Unlock()
 	for _, n := range notices {
 		s.addNotice(n)
 	}

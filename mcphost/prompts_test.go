@@ -2,11 +2,13 @@ package mcphost
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -123,6 +125,46 @@ func TestPromptsGoneWithProcess(t *testing.T) {
 	}
 	if len(s.Prompts()) != 2 {
 		t.Errorf("after Restart: %+v", s.AllPrompts())
+	}
+}
+
+// TestPromptsGoneWithExit: a server that exits on its own lists no
+// prompts any more, for the model or a person, until Restart.
+func TestPromptsGoneWithExit(t *testing.T) {
+	e := newEnv(t)
+	sc := fixture("notes", "-prompt-file", filepath.Join(e.worktree, "none"))
+	sc.Allow = []string{"crash"}
+	s := e.connect(e.opts(), sc)
+	if len(s.Prompts()) != 2 {
+		t.Fatalf("prompts: %+v", s.AllPrompts())
+	}
+	s.Call(context.Background(), "mcp__notes__crash", json.RawMessage(`{}`))
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Servers()[0].State != ServerExited {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not exit: %s", s.Servers()[0].State)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ps := s.AllPrompts(); len(ps) != 0 {
+		t.Errorf("listed after the server exited: %+v", ps)
+	}
+}
+
+// TestPromptListErrorBounded: a server's error answering prompts/list
+// reaches the notice printable and cut, as every error with its text does.
+func TestPromptListErrorBounded(t *testing.T) {
+	e := newEnv(t)
+	// The fixture answers with the error of reading this path, which
+	// quotes it: 20,000 characters.
+	long := filepath.Join(e.worktree, strings.Repeat("p", 20000))
+	s := e.connect(e.opts(), rawFixture(t, e, "raw", `[]`, "-raw-prompts", long))
+	n := noticeWith(s, "its prompts could not be listed")
+	if n == "" {
+		t.Fatalf("no notice: %q", s.Notices())
+	}
+	if len(n) > maxServerErrorText+300 {
+		t.Errorf("the notice is %d bytes", len(n))
 	}
 }
 

@@ -463,6 +463,7 @@ func (srv *server) exited(gen uint64) {
 	wasRunning := srv.state == ServerRunning
 	if wasRunning {
 		srv.state = ServerExited
+		srv.prompts = nil // pinned for this process, as in close
 		srv.err = fmt.Errorf("server exited (%s)", status)
 		if srv.stopErr != nil {
 			status = fmt.Sprintf("mcphost stopped it: %v", srv.stopErr)
@@ -580,8 +581,8 @@ type ServerInfo struct {
 	Lacks []string `json:"lacks,omitempty"`
 	Tools int      `json:"tools"`
 	// Error says why the server is not running, for a person: its text
-	// may carry the server's own words (printable, and bounded where they
-	// come from a request) and its stderr.
+	// may carry the server's own words (printable and bounded where they
+	// come from a request).
 	Error string `json:"error,omitempty"`
 	// Widens lists what the server's table grants beyond the default
 	// confinement, in words for a person to weigh: "sandbox = off

@@ -289,8 +289,9 @@ func Probe() (string, error) {
 		return "", err
 	}
 	hostEnv := os.Environ()
-	sp := &spec{Probe: true, Hide: emptyDirs(canonicalExisting(systemReadPaths()), canonicalExisting(homeDirs(hostEnv))), Links: systemLinks()}
-	sp.Read = canonicalExisting(systemReadPaths())
+	sys := canonicalExisting(systemReadPaths())
+	sp := &spec{Probe: true, Hide: emptyDirs(sys, canonicalExisting(homeDirs(hostEnv))), Links: systemLinks()}
+	sp.Read = sys
 	// ours is the probe's uid lease until launch takes it (the helper's
 	// Process frees it).
 	var ours *serverIDLease
