@@ -174,7 +174,7 @@ func newElicitRequest(server string, p *mcp.ElicitParams) (ElicitRequest, error)
 	}
 	for name, prop := range sch.Properties {
 		if pin.Visible(name) != name || name == "" {
-			return er, fmt.Errorf("%w: property name %s has characters a person cannot see or that are not plain", ErrBadElicitation, pin.Visible(name))
+			return er, fmt.Errorf("%w: property name %s has characters a person cannot see or that are not plain", ErrBadElicitation, printable(pin.Visible(name), 80))
 		}
 		type choice struct {
 			Const any `json:"const"`

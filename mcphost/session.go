@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcphost/mcphost/pin"
 )
@@ -380,6 +381,15 @@ func (s *Session) checkStateReach() error {
 }
 
 func (s *Session) addNotice(n string) {
+	if len(n) > maxNoticeLen {
+		// Server text in a notice is cut where it comes in; this bounds
+		// whatever was not, at a rune boundary.
+		cut := maxNoticeLen
+		for cut > 0 && !utf8.RuneStart(n[cut]) {
+			cut--
+		}
+		n = n[:cut] + "…"
+	}
 	s.logger.Warn("mcphost notice", "notice", n)
 	s.mu.Lock()
 	kept := len(s.notices) < maxNotices
@@ -395,8 +405,13 @@ func (s *Session) addNotice(n string) {
 }
 
 // maxNotices bounds the notices a session keeps, so a server that keeps
-// changing cannot grow the host's memory through them.
-const maxNotices = 1000
+// changing cannot grow the host's memory through them, and maxNoticeLen
+// each one's length in bytes (the longest mcphost writes, with a failed
+// server's stderr, is about 5 KiB).
+const (
+	maxNotices   = 1000
+	maxNoticeLen = 16 << 10
+)
 
 // Notices returns what a person should know about the session: servers that
 // did not start, tools skipped or changed, an unreadable state file.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcphost/mcphost/pin"
 )
@@ -370,5 +372,20 @@ func TestDefaultStateDirOutsideWorktree(t *testing.T) {
 	other, _ := DefaultStateDir(t.TempDir())
 	if d != d2 || d == other {
 		t.Errorf("state dirs not keyed by worktree: %s %s %s", d, d2, other)
+	}
+}
+
+// TestNoticeBounded: a notice is cut to maxNoticeLen bytes at a rune
+// boundary, whatever reaches addNotice; OnNotice gets the cut one.
+func TestNoticeBounded(t *testing.T) {
+	var got string
+	s := &Session{logger: slog.New(slog.DiscardHandler), opts: Options{OnNotice: func(n string) { got = n }}}
+	s.addNotice(strings.Repeat("é", maxNoticeLen))
+	n := s.Notices()[0]
+	if len(n) > maxNoticeLen+len("…") || !utf8.ValidString(n) || !strings.HasSuffix(n, "…") {
+		t.Errorf("notice of %d bytes, valid UTF-8 %v", len(n), utf8.ValidString(n))
+	}
+	if got != n {
+		t.Error("OnNotice got another text than Notices")
 	}
 }
