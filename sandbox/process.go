@@ -240,7 +240,8 @@ func (p *Process) Confinement() string { return p.confinement }
 func (p *Process) TempDir() string { return p.tempDir }
 
 // Done returns a channel closed once the server has exited or been
-// killed, and with it every process it started.
+// killed, and with it every process it started, and what they wrote to
+// stderr has been written to Config.Stderr (waited for at most 2 s).
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // ExitStatus describes how the server ended, in the words of
@@ -489,6 +490,17 @@ func (p *Process) finish(status string) {
 		}
 		p.exitStatus = status
 		p.mu.Unlock()
+		// Done also means that what the server wrote to stderr has
+		// reached Config.Stderr: a crash's last words are there before
+		// anyone who waited for Done reads them. Nothing of the server
+		// holds stderr by now, so this is the pipe draining; it is
+		// bounded all the same.
+		if p.stderrDone != nil {
+			select {
+			case <-p.stderrDone:
+			case <-time.After(stderrWait):
+			}
+		}
 		close(p.done)
 	})
 }

@@ -1126,6 +1126,17 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 		p.joinDirs = cl.cgroups
 		p.joined = make(chan error, 1)
 	}
+	if stderrR != nil {
+		// Started before run, whose finish waits for it (Done also
+		// means the server's stderr is delivered). If the helper does not
+		// start, closing the host's ends below ends it.
+		p.stderrDone = make(chan struct{})
+		go func() {
+			defer close(p.stderrDone)
+			io.Copy(stderr, stderrR)
+			stderrR.Close()
+		}()
+	}
 	ran := make(chan error, 1)
 	tr.mark("pipes")
 	go p.run(newCmd, path, ran)
@@ -1136,14 +1147,6 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 	}
 	tr.markAt("clone-exec", p.traceExeced)
 	closeFiles(childEnds)
-	if stderrR != nil {
-		p.stderrDone = make(chan struct{})
-		go func() {
-			defer close(p.stderrDone)
-			io.Copy(stderr, stderrR)
-			stderrR.Close()
-		}()
-	}
 	st := &started{p: p, cl: cl, userNS: userNS, specW: specW, proxyHost: proxyHost, first: make(chan reportResult, 1), trace: tr}
 	go p.readReports(repR, st.first)
 	return st, nil
