@@ -19,7 +19,7 @@ CONFORMANCE := testdata/conformance
 # package:FuzzTarget[:inputs] triples, each fuzzed for that many inputs (or
 # FUZZN): every parser, and every function that renders or maps untrusted
 # input. The counts take a few seconds each here; the TOML parser is slow.
-FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead ./mcphost:FuzzStdout ./mcphost:FuzzElicitRequest ./mcphost:FuzzImport ./mcphost:FuzzNetworkDest \
+FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars ./mcphost:FuzzRead ./mcphost:FuzzStdout ./mcphost:FuzzElicitRequest ./mcphost:FuzzImport ./mcphost:FuzzNetworkDest ./mcphost:FuzzProtectRecord:3000 \
 	./schema:FuzzClose ./schema:FuzzFromModel ./internal/jsontree:FuzzParse \
 	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff ./pin:FuzzParseLock \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \

@@ -89,12 +89,33 @@ func (s *Session) protectPaths() []string {
 		// creates is not trusted (see lockFile.trust).
 		entries = append(entries, entry{s.lock.path, ""})
 	}
-	if opt, err := expandPaths("", "protect", s.opts.Protect, s.worktree, s.hostEnv()); err == nil {
-		for _, p := range opt {
-			entries = append(entries, entry{p, "Options.Protect"})
-		}
-	} else {
+	opt, err := expandPaths("", "protect", s.opts.Protect, s.worktree, s.hostEnv())
+	if err != nil {
 		s.addNotice("Options.Protect: " + strings.TrimPrefix(err.Error(), "[mcp.] protect: "))
+		opt = nil
+	}
+	for _, p := range opt {
+		entries = append(entries, entry{p, "Options.Protect"})
+	}
+	// And what earlier sessions' Options.Protect named (see
+	// protectRecord); what this one names and the record lacks is added.
+	recorded, err := readProtectRecord(s.opts.StateDir)
+	if err != nil {
+		s.addNotice(fmt.Sprintf("the paths that earlier sessions' Options.Protect named cannot be read, so this session protects only its own: %v", err))
+	}
+	var add []string
+	for _, p := range opt {
+		if !slices.Contains(recorded, p) && !slices.Contains(add, p) {
+			add = append(add, p)
+		}
+	}
+	if len(add) > 0 && err == nil {
+		if err := appendProtectRecord(s.opts.StateDir, add); err != nil {
+			s.addNotice(fmt.Sprintf("Options.Protect could not be recorded, so the commands notices suggest (mcphost approve, list, check) will not protect %s: %v", strings.Join(add, ", "), err))
+		}
+	}
+	for _, p := range recorded {
+		entries = append(entries, entry{p, "Options.Protect (recorded in " + filepath.Join(s.opts.StateDir, protectRecord) + ")"})
 	}
 	for _, name := range s.order {
 		ps, err := s.expand(name, "protect", s.servers[name].cfg.Protect)

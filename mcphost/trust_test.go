@@ -147,3 +147,62 @@ func mkfileT(t *testing.T, p, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestProtectRecorded: what an agent's Options.Protect names stays
+// protected in a later session with the same state directory that does not
+// name it, as the commands notices suggest (mcphost approve, list, check)
+// are: the first session records it there.
+func TestProtectRecorded(t *testing.T) {
+	e := newEnv(t)
+	opts := e.opts()
+	opts.Protect = []string{"instructions/"}
+	e.connect(opts, fixture("attacker")).Close()
+
+	plain := e.opts() // the CLI's: no Options.Protect
+	s := e.connect(plain, fixture("attacker"))
+	out := callText(t, s, "mcp__attacker__write", map[string]string{"path": filepath.Join(e.worktree, "instructions", "x.md"), "content": "obey"})
+	if !strings.HasPrefix(out, "error: ") || !strings.Contains(out, "read-only") {
+		t.Errorf("writing a path an earlier session's Options.Protect named: %q; want a refusal by the sandbox", out)
+	}
+	if out := callText(t, s, "mcp__attacker__write", map[string]string{"path": filepath.Join(e.worktree, "other"), "content": "x"}); !strings.HasPrefix(out, "wrote") {
+		t.Errorf("writing the rest of the worktree: %q", out)
+	}
+	s.Close()
+	e.connect(opts, fixture("attacker")).Close() // names it again: no second line
+	rec, err := readProtectRecord(plain.StateDir)
+	if err != nil || len(rec) != 1 || rec[0] != filepath.Join(e.worktree, "instructions")+"/" {
+		t.Errorf("the record: %q, %v; want the one directory, once", rec, err)
+	}
+}
+
+// FuzzProtectRecord: whatever the record holds, reading it returns only
+// absolute paths, each once; a path appended to it, whatever its bytes, is
+// read back as it was.
+func FuzzProtectRecord(f *testing.F) {
+	f.Add([]byte("\"/a/b\"\n\"/a/b\"\n\"rel\"\n{\n"), "/x/\ny\"")
+	f.Add([]byte("\"/torn"), "/p")
+	f.Fuzz(func(t *testing.T, record []byte, p string) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, protectRecord), record, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readProtectRecord(dir)
+		if err != nil {
+			return // too long a line: refused whole
+		}
+		seen := map[string]bool{}
+		for _, q := range got {
+			if !filepath.IsAbs(q) || seen[q] {
+				t.Fatalf("read %q from %q", got, record)
+			}
+			seen[q] = true
+		}
+		p = "/" + strings.ToValidUTF8(p, "")
+		if err := appendProtectRecord(dir, []string{p}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := readProtectRecord(dir); err == nil && !slices.Contains(got, p) {
+			t.Fatalf("appended %q to %q, read back %q", p, record, got)
+		}
+	})
+}
