@@ -240,7 +240,9 @@ func (s *Session) rejudge(srv *server, ls loadedState) {
 // review covers (first sights included: trusted, but not reviewed by a
 // person), and reviewed tools a running server no longer offers. An empty
 // result means everything the model can read is as a person reviewed it.
-// `mcphost check` prints it.
+// It covers the servers that run: a server that did not start (Servers)
+// and reviews that cannot be read (StateError) are not in it, and a gate
+// such as `mcphost check`, which prints it, fails on those too.
 func (s *Session) Pending(ctx context.Context) []Review {
 	var out []Review
 	for _, name := range s.order {

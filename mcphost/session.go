@@ -396,7 +396,9 @@ func (s *Session) addNotice(n string) {
 	if kept {
 		s.notices = append(s.notices, n)
 	} else if len(s.notices) == maxNotices {
-		s.notices = append(s.notices, "more notices were dropped")
+		n = "more notices were dropped"
+		s.notices = append(s.notices, n)
+		kept = true // OnNotice hears of it too
 	}
 	s.mu.Unlock()
 	if kept && s.opts.OnNotice != nil {

@@ -389,3 +389,19 @@ func TestNoticeBounded(t *testing.T) {
 		t.Error("OnNotice got another text than Notices")
 	}
 }
+
+// TestNoticesDropped: past maxNotices, notices are dropped with one that
+// says so, which OnNotice hears too.
+func TestNoticesDropped(t *testing.T) {
+	var heard []string
+	s := &Session{logger: slog.New(slog.DiscardHandler), opts: Options{OnNotice: func(n string) { heard = append(heard, n) }}}
+	for i := range maxNotices + 5 {
+		s.addNotice(fmt.Sprint("notice ", i))
+	}
+	if n := s.Notices(); len(n) != maxNotices+1 || n[maxNotices] != "more notices were dropped" {
+		t.Errorf("%d notices, the last %q", len(n), n[len(n)-1])
+	}
+	if len(heard) != maxNotices+1 || heard[maxNotices] != "more notices were dropped" {
+		t.Errorf("OnNotice heard %d, the last %q", len(heard), heard[len(heard)-1])
+	}
+}
