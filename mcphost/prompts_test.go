@@ -194,6 +194,20 @@ func TestPromptAddedAfterReview(t *testing.T) {
 	}
 }
 
+// TestResourceListBounded: a server whose resources/list pages are few
+// but huge (4 MiB each) cannot grow the host's memory past
+// maxResourceBytes through Resources: the listing stops with an error.
+func TestResourceListBounded(t *testing.T) {
+	e := newEnv(t)
+	sc := rawFixture(t, e, "big", `[]`, "-raw-mode", "big-resources")
+	sc.CallTimeout = time.Minute
+	s := e.connect(e.opts(), sc)
+	rs, err := s.Resources(context.Background(), "big")
+	if err == nil || !strings.Contains(err.Error(), "bytes of resources") {
+		t.Fatalf("Resources: %d resources, %v; want the size bound's error", len(rs), err)
+	}
+}
+
 // TestPromptAndResourceBounded: a prompt's messages and a resource's
 // contents are cut to max_output, with a note.
 func TestPromptAndResourceBounded(t *testing.T) {

@@ -3,17 +3,24 @@ package mcphost
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// maxResources bounds the resources mcphost lists from one server.
-const maxResources = 10000
+// maxResources bounds the resources mcphost lists from one server, and
+// maxResourceBytes their size in all (each as JSON): 10,000 resources of
+// a few hundred bytes each fit, and a server cannot grow the host's memory
+// through a listing by more.
+const (
+	maxResources     = 10000
+	maxResourceBytes = 16 << 20
+)
 
 // Resources lists a running server's resources (every page of
 // resources/list), bounded by ctx and the server's call_timeout, and by
-// 1000 pages and 10000 resources. Resources are data, not instructions:
+// 1000 pages, 10000 resources and 16 MiB of them as JSON. Resources are data, not instructions:
 // they are not pinned, and their names and descriptions are server text
 // (show them through pin.Visible). Errors wrap ErrUnknownServer (no server
 // of that name), ErrServerGone, ErrTimeout or the server's error. Safe for
@@ -27,6 +34,7 @@ func (s *Session) Resources(ctx context.Context, server string) ([]*mcp.Resource
 	defer cancel()
 	var (
 		all     []*mcp.Resource
+		size    int
 		cursor  string
 		cursors = map[string]bool{}
 	)
@@ -41,6 +49,16 @@ func (s *Session) Resources(ctx context.Context, server string) ([]*mcp.Resource
 		all = append(all, res.Resources...)
 		if len(all) > maxResources {
 			return nil, fmt.Errorf("mcphost: list resources of [mcp.%s]: more than %d resources; stopped reading", server, maxResources)
+		}
+		for _, r := range res.Resources {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return nil, fmt.Errorf("mcphost: list resources of [mcp.%s]: %w", server, err)
+			}
+			size += len(b)
+		}
+		if size > maxResourceBytes {
+			return nil, fmt.Errorf("mcphost: list resources of [mcp.%s]: more than %d bytes of resources; stopped reading", server, maxResourceBytes)
 		}
 		if res.NextCursor == "" {
 			return all, nil
