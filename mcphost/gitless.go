@@ -1,12 +1,8 @@
 package mcphost
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,30 +59,10 @@ func inNoRepository(worktree string) bool {
 	}
 }
 
-// recordGitless appends ev to the record in dir, as a line of its own: if
-// the record does not end with a newline (a write cut short), one comes
-// first, so that the event is not joined to a torn line and lost with it.
+// recordGitless appends ev to the record in dir, as a line of its own
+// (appendRecord).
 func recordGitless(dir string, ev gitlessEvent) error {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(dir, gitlessLog), os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return err
-	}
-	line := append(b, '\n')
-	var last [1]byte
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-		if _, err := f.ReadAt(last[:], fi.Size()-1); err != nil || last[0] != '\n' {
-			line = append([]byte{'\n'}, line...)
-		}
-	}
-	_, err = f.Write(line)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return appendRecord(filepath.Join(dir, gitlessLog), ev)
 }
 
 // gitlessWindows returns, from the record in dir, the windows recorded
@@ -95,29 +71,17 @@ func recordGitless(dir string, ev gitlessEvent) error {
 // that worktree), each with its End (0: the session did not say it ended,
 // as when it was killed).
 func gitlessWindows(dir, top string) ([]gitlessEvent, error) {
-	f, err := os.Open(filepath.Join(dir, gitlessLog))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || fi.Size() > maxGitlessLog {
-		return nil, fmt.Errorf("the record %s cannot be read whole (%v; at most %d bytes)", f.Name(), err, maxGitlessLog)
-	}
+	record := filepath.Join(dir, gitlessLog)
 	type key struct {
 		worktree string
 		start    int64
 	}
 	ends := map[key]int64{}
 	var starts []key
-	sc := bufio.NewScanner(io.LimitReader(f, maxGitlessLog))
-	sc.Buffer(make([]byte, 0, 4096), 1<<16)
-	for sc.Scan() {
+	err := readRecord(record, maxGitlessLog, func(line []byte) {
 		var ev gitlessEvent
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || !under(top, ev.Worktree) {
-			continue // a line cut by a crash, or another worktree's
+		if json.Unmarshal(line, &ev) != nil || !under(top, ev.Worktree) {
+			return // a line cut by a crash, or another worktree's
 		}
 		// A window is known from either of its lines: one may be torn.
 		k := key{ev.Worktree, ev.Start}
@@ -128,13 +92,13 @@ func gitlessWindows(dir, top string) ([]gitlessEvent, error) {
 		if ev.End != 0 {
 			ends[k] = ev.End
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", f.Name(), err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]gitlessEvent, len(starts))
 	for i, k := range starts {
-		out[i] = gitlessEvent{Worktree: k.worktree, Start: k.start, End: ends[k], record: f.Name()}
+		out[i] = gitlessEvent{Worktree: k.worktree, Start: k.start, End: ends[k], record: record}
 	}
 	return out, nil
 }

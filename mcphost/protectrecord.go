@@ -1,13 +1,7 @@
 package mcphost
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 )
 
@@ -31,62 +25,31 @@ const protectRecord = "protected-paths"
 const maxProtectRecord = 1 << 20
 
 // readProtectRecord returns the paths the record in dir holds, in order,
-// without repeats. A line that is not a JSON string (one cut by a crash)
-// is skipped. No record is no paths.
+// without repeats. A line that is not a JSON string of an absolute path
+// (one cut by a crash) is skipped. No record is no paths.
 func readProtectRecord(dir string) ([]string, error) {
-	f, err := os.Open(filepath.Join(dir, protectRecord))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxProtectRecord {
-		return nil, fmt.Errorf("%s cannot be read whole (%v; a regular file of at most %d bytes)", f.Name(), err, maxProtectRecord)
-	}
 	var out []string
 	seen := map[string]bool{}
-	sc := bufio.NewScanner(io.LimitReader(f, maxProtectRecord))
-	sc.Buffer(make([]byte, 0, 4096), 1<<16)
-	for sc.Scan() {
+	err := readRecord(filepath.Join(dir, protectRecord), maxProtectRecord, func(line []byte) {
 		var p string
-		if json.Unmarshal(sc.Bytes(), &p) != nil || !filepath.IsAbs(p) || seen[p] {
-			continue
+		if json.Unmarshal(line, &p) != nil || !filepath.IsAbs(p) || seen[p] {
+			return
 		}
 		seen[p] = true
 		out = append(out, p)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", f.Name(), err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-// appendProtectRecord appends paths to the record in dir, each a line of
-// its own (after a newline if the record ends in a torn one).
+// appendProtectRecord appends paths to the record in dir, a line each
+// (appendRecord).
 func appendProtectRecord(dir string, paths []string) error {
-	var b []byte
-	for _, p := range paths {
-		line, err := json.Marshal(p)
-		if err != nil {
-			return err
-		}
-		b = append(append(b, line...), '\n')
+	values := make([]any, len(paths))
+	for i, p := range paths {
+		values[i] = p
 	}
-	f, err := os.OpenFile(filepath.Join(dir, protectRecord), os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return err
-	}
-	var last [1]byte
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-		if _, err := f.ReadAt(last[:], fi.Size()-1); err != nil || last[0] != '\n' {
-			b = append([]byte{'\n'}, b...)
-		}
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return appendRecord(filepath.Join(dir, protectRecord), values...)
 }
