@@ -172,14 +172,12 @@ func (s *Session) publishPrompts(srv *server, ls loadedState) []subject {
 		prompts, recs, notices = srv.pinPrompts(raws, ls)
 	}
 	srv.mu.Lock()
-	current := srv.gen == gen && srv.state == ServerRunning
-	if current {
-		srv.prompts = prompts
-	}
-	srv.mu.Unlock()
-	if !current {
+	if srv.gen != gen || srv.state != ServerRunning {
+		srv.mu.Unlock()
 		return nil
 	}
+	srv.prompts = prompts
+	srv.mu.Unlock()
 	for _, n := range notices {
 		s.addNotice(n)
 	}

@@ -2,7 +2,10 @@ package mcphost
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // What Options.Protect names holds in every session that shares its state
@@ -52,4 +55,28 @@ func appendProtectRecord(dir string, paths []string) error {
 		values[i] = p
 	}
 	return appendRecord(filepath.Join(dir, protectRecord), values...)
+}
+
+// recordProtect adds to the record in dir the paths of opt (this
+// session's Options.Protect, resolved) that it lacks, and returns what it
+// held before. A record that cannot be read or added to is an error that
+// says what to do: this session could not protect what an earlier one
+// asked for, or a later one what this one asks for.
+func recordProtect(dir string, opt []string) ([]string, error) {
+	recorded, err := readProtectRecord(dir)
+	if err != nil {
+		return nil, fmt.Errorf("mcphost: the paths that agents' Options.Protect named, which every session protects, cannot be read (%w), so no server starts: remove the record (an agent's next session records its paths again)", err)
+	}
+	var add []string
+	for _, p := range opt {
+		if !slices.Contains(recorded, p) && !slices.Contains(add, p) {
+			add = append(add, p)
+		}
+	}
+	if len(add) > 0 {
+		if err := appendProtectRecord(dir, add); err != nil {
+			return nil, fmt.Errorf("mcphost: recording in %s that %s must be protected failed (%w), so that the commands notices suggest (mcphost approve, list, check) would let servers write them: no server starts; make the state directory writable", dir, strings.Join(add, ", "), err)
+		}
+	}
+	return recorded, nil
 }

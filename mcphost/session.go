@@ -232,7 +232,9 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 		// worktree then uses it.
 		s.addNotice(fmt.Sprintf("the worktree %s is a repository of its own (%s/.git) inside the repository at %s: a server may have made it with git init, and git run in the worktree uses it, its hooks and core.fsmonitor included; remove %s/.git unless you made it", wt, wt, outer, wt))
 	}
-	s.protect = s.protectPaths()
+	if s.protect, err = s.protectPaths(); err != nil {
+		return nil, err
+	}
 
 	// The writable roots in no repository (the worktree, write grants):
 	// say, where no server can reach, that servers ran there from now (see

@@ -74,7 +74,10 @@ func (s *Session) argv(cfg ServerConfig) []string {
 // server (programCovers), and such a server with more rights than its
 // peers does not start (programEnv). A file that does not exist, or is a
 // symbolic link, cannot be protected in place: it gets a notice instead.
-func (s *Session) protectPaths() []string {
+// What Options.Protect names is recorded for later sessions
+// (recordProtect), and an error says why that failed: no server may start
+// then.
+func (s *Session) protectPaths() ([]string, error) {
 	out := []string{s.opts.StateDir}
 	if s.opts.ConfigFile != "" {
 		out = append(out, s.opts.ConfigFile)
@@ -97,22 +100,10 @@ func (s *Session) protectPaths() []string {
 	for _, p := range opt {
 		entries = append(entries, entry{p, "Options.Protect"})
 	}
-	// And what earlier sessions' Options.Protect named (see
-	// protectRecord); what this one names and the record lacks is added.
-	recorded, err := readProtectRecord(s.opts.StateDir)
+	// And what earlier sessions' Options.Protect named.
+	recorded, err := recordProtect(s.opts.StateDir, opt)
 	if err != nil {
-		s.addNotice(fmt.Sprintf("the paths that earlier sessions' Options.Protect named cannot be read, so this session protects only its own: %v", err))
-	}
-	var add []string
-	for _, p := range opt {
-		if !slices.Contains(recorded, p) && !slices.Contains(add, p) {
-			add = append(add, p)
-		}
-	}
-	if len(add) > 0 && err == nil {
-		if err := appendProtectRecord(s.opts.StateDir, add); err != nil {
-			s.addNotice(fmt.Sprintf("Options.Protect could not be recorded, so the commands notices suggest (mcphost approve, list, check) will not protect %s: %v", strings.Join(add, ", "), err))
-		}
+		return nil, err
 	}
 	for _, p := range recorded {
 		entries = append(entries, entry{p, "Options.Protect (recorded in " + filepath.Join(s.opts.StateDir, protectRecord) + ")"})
@@ -192,7 +183,7 @@ func (s *Session) protectPaths() []string {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // pathVars are the environment variables that name where a runtime or the

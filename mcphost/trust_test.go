@@ -175,6 +175,26 @@ func TestProtectRecorded(t *testing.T) {
 	}
 }
 
+// TestProtectRecordUnreadable: a record of protected paths that cannot be
+// read whole (here a directory where the file should be; a torn or huge
+// one alike) refuses the session, saying what to do, rather than start
+// servers that could write what it held.
+func TestProtectRecordUnreadable(t *testing.T) {
+	e := newEnv(t)
+	opts := e.opts()
+	if err := os.MkdirAll(filepath.Join(opts.StateDir, protectRecord), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Connect(context.Background(), []ServerConfig{fixture("attacker")}, opts)
+	if err == nil {
+		s.Close()
+		t.Fatal("Connect started servers with the record unreadable")
+	}
+	if !strings.Contains(err.Error(), "no server starts") || !strings.Contains(err.Error(), "remove the record") {
+		t.Errorf("error %q does not say what to do", err)
+	}
+}
+
 // FuzzProtectRecord: whatever the record holds, reading it returns only
 // absolute paths, each once; a path appended to it, whatever its bytes, is
 // read back as it was.
