@@ -116,8 +116,16 @@ func mustJSON(v any) json.RawMessage {
 // cannot record that servers run (gitless.go), or ctx ending. ctx bounds Connect
 // itself, not the session's life; each server's start is also bounded by its
 // StartupTimeout. The caller must Close the session.
-func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Session, error) {
+func Connect(ctx context.Context, servers []ServerConfig, opts Options) (_ *Session, err error) {
 	s := &Session{opts: opts, servers: map[string]*server{}, tools: map[string]*toolEntry{}}
+	tr := newPhaseTrace("connect", "session")
+	defer func() {
+		result := "ok"
+		if err != nil {
+			result = "failed"
+		}
+		tr.print(result)
+	}()
 	s.logger = opts.Logger
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -129,7 +137,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	if wt == "" {
 		wt = "."
 	}
-	wt, err := filepath.Abs(wt)
+	wt, err = filepath.Abs(wt)
 	if err == nil {
 		wt, err = filepath.EvalSymlinks(wt)
 	}
@@ -225,6 +233,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	} else {
 		s.reviews = &stateStore{st: &pin.Store{Dir: s.opts.StateDir, LockTimeout: s.opts.LockTimeout}, config: s.config}
 	}
+	tr.mark("setup")
 	s.flags = cliFlags(opts)
 	if outer := nestedIn(wt, wt); outer != "" {
 		// A worktree inside a repository has no .git of its own for the
@@ -235,6 +244,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 	if s.protect, err = s.protectPaths(); err != nil {
 		return nil, err
 	}
+	tr.mark("protect")
 
 	// The writable roots in no repository (the worktree, write grants):
 	// say, where no server can reach, that servers ran there from now (see
@@ -260,6 +270,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 		s.gitless = append(s.gitless, root)
 	}
 	s.gitlessStart = start
+	tr.mark("gitless")
 
 	// Read the reviews while the servers start, unless a table must be
 	// found reviewed before its server may start.
@@ -321,6 +332,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 		s.Close()
 		return nil, fmt.Errorf("mcphost: connect: %w", err)
 	}
+	tr.mark("servers")
 	var pending []subject
 	for _, name := range s.order {
 		srv := s.servers[name]
@@ -330,6 +342,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Sessio
 		}
 	}
 	s.recordFirstSight(pending)
+	tr.mark("publish")
 	return s, nil
 }
 
@@ -454,6 +467,7 @@ func (s *Session) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	tr := newPhaseTrace("close", "session")
 	var wg sync.WaitGroup
 	errs := make([]error, len(s.order))
 	for i, name := range s.order {
@@ -470,6 +484,7 @@ func (s *Session) Close() error {
 	}
 	wg.Wait()
 	s.bg.Wait()
+	tr.mark("servers")
 	// Its servers are gone: what is made there from now is not theirs.
 	end := time.Now().UnixNano()
 	for _, root := range s.gitless {
@@ -488,6 +503,8 @@ func (s *Session) Close() error {
 			errs = append(errs, fmt.Errorf("mcphost: recording the servers' run in %s, which is in no repository: %w", root, err))
 		}
 	}
+	tr.mark("records")
+	tr.print("closed")
 	return errors.Join(errs...)
 }
 

@@ -21,7 +21,18 @@ import (
 // (network proxy, grants), sandbox is sandbox.Start (whose own line has its
 // phases), initialize is the server's runtime start and the MCP handshake,
 // list is every page of tools/list; process is sandbox's Close, client the
-// go-sdk session's. BENCHMARKS.md reads them.
+// go-sdk session's. Connect and Session.Close write one line each for the
+// whole session, after their servers' lines:
+//
+//	mcphost: connect "session": total 12.67ms: setup 0.07 protect 0.08 gitless 0.04 servers 12.11 publish 0.37 (ok)
+//	mcphost: close "session": total 3.18ms: servers 3.14 records 0.04 (closed)
+//
+// setup is the paths, the tables' checks, the state directory's reach and
+// the review store; protect the protected paths and their record; gitless
+// the record of roots in no repository; servers every server's start (and
+// the reviews' reading, beside them); publish judging and naming what they
+// offer. Close's servers is every server's close, records the gitless
+// record's end. BENCHMARKS.md reads them.
 type phaseTrace struct {
 	out    io.Writer
 	what   string
@@ -31,15 +42,18 @@ type phaseTrace struct {
 	phases []string
 }
 
-// newPhaseTrace returns a trace of what ("start", "close") for the server
-// name, or nil when tracing is off; the methods of a nil *phaseTrace do
-// nothing.
+// traceOut is where the lines go; tests replace it.
+var traceOut io.Writer = os.Stderr
+
+// newPhaseTrace returns a trace of what ("start", "close", "connect") for
+// the server name (or "session"), or nil when tracing is off; the methods
+// of a nil *phaseTrace do nothing.
 func newPhaseTrace(what, name string) *phaseTrace {
 	if os.Getenv("MCPHOST_START_TRACE") != "1" {
 		return nil
 	}
 	now := time.Now()
-	return &phaseTrace{out: os.Stderr, what: what, name: name, t0: now, last: now}
+	return &phaseTrace{out: traceOut, what: what, name: name, t0: now, last: now}
 }
 
 // mark ends the current phase, naming it.
