@@ -241,8 +241,8 @@ func (s *Session) rejudge(srv *server, ls loadedState) {
 // person), and reviewed tools a running server no longer offers. An empty
 // result means everything the model can read is as a person reviewed it.
 // It covers the servers that run: a server that did not start (Servers)
-// and reviews that cannot be read (StateError) are not in it, and a gate
-// such as `mcphost check`, which prints it, fails on those too.
+// and reviews that cannot be read (StateError) are not in it. Check, the
+// gate `mcphost check` prints, fails on those too.
 func (s *Session) Pending(ctx context.Context) []Review {
 	var out []Review
 	for _, name := range s.order {
@@ -272,6 +272,67 @@ func (s *Session) Pending(ctx context.Context) []Review {
 		}
 	}
 	return s.withHints(out)
+}
+
+// Check returns nil when everything the session's servers offer the model
+// is as a person reviewed it: every server runs or waits for its table's
+// review, the reviews could be read (StateError), and nothing is Pending.
+// Otherwise it returns a *CheckError, which matches ErrNotAsReviewed and
+// says what failed. It is the gate of `mcphost check`, for an agent that
+// must refuse to run unless a person reviewed all of it (a CI job, say).
+// It reads the session's state as it is when called.
+func (s *Session) Check(ctx context.Context) error {
+	e := &CheckError{}
+	for _, info := range s.Servers() {
+		if info.State != ServerRunning && info.State != ServerUnreviewed {
+			e.Failed = append(e.Failed, info)
+		}
+	}
+	if e.State = s.StateError(); e.State == nil {
+		e.Pending = s.Pending(ctx)
+	}
+	if len(e.Failed) == 0 && e.State == nil && len(e.Pending) == 0 {
+		return nil
+	}
+	return e
+}
+
+// CheckError is Session.Check's error: what is not as reviewed, or could
+// not be checked. errors.Is matches it with ErrNotAsReviewed (and with
+// what State wraps).
+type CheckError struct {
+	// Failed are the servers that neither run nor wait for review (failed,
+	// exited, closed): what they offer could not be checked.
+	Failed []ServerInfo
+	// State is StateError's error: the reviews (the state file or the
+	// lock) could not be read or trusted, so none was checked and Pending
+	// is empty.
+	State error
+	// Pending is what is not as reviewed, as Session.Pending returns it;
+	// each Review's Approve is the command that reviews it.
+	Pending []Review
+}
+
+func (e *CheckError) Error() string {
+	var parts []string
+	for _, f := range e.Failed {
+		parts = append(parts, fmt.Sprintf("server %s is %s", printable(f.Name, 80), f.State))
+	}
+	if e.State != nil {
+		parts = append(parts, fmt.Sprintf("the reviews cannot be read or trusted: %s", printable(e.State.Error(), 300)))
+	}
+	if n := len(e.Pending); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d thing(s) not as reviewed", n))
+	}
+	return "mcphost: check: " + strings.Join(parts, "; ")
+}
+
+// Unwrap returns ErrNotAsReviewed and State.
+func (e *CheckError) Unwrap() []error {
+	if e.State != nil {
+		return []error{ErrNotAsReviewed, e.State}
+	}
+	return []error{ErrNotAsReviewed}
 }
 
 // reviewsOf expands one reference.

@@ -64,7 +64,8 @@
 // name, table:S, program:S, instructions:S, prompt:S/N): Session.Review
 // shows each, whole or as a diff with every invisible character visible,
 // and Session.Approve records exactly what was shown. Session.Pending lists
-// everything not as reviewed. When a server sends
+// everything not as reviewed, and Session.Check is the whole gate (nothing
+// pending, every server running, the reviews readable). When a server sends
 // notifications/tools/list_changed mid-session, its tools are re-listed and
 // judged again before any further call to them goes through, and
 // Options.OnToolsChanged tells the agent; Options.OnNotice gets every

@@ -54,6 +54,10 @@ var (
 	// of private homes (Options.HomeDir), that a confined server could open
 	// (inside the worktree or a read or write grant).
 	ErrStateReachable = errors.New("state directory within a server's reach")
+	// ErrNotAsReviewed: Session.Check found what the model could read not
+	// as a person reviewed it, or could not check it (a server that did not
+	// start, reviews that cannot be read). Its error is a *CheckError.
+	ErrNotAsReviewed = errors.New("not as reviewed")
 )
 
 // CallError is the error of a failed Session.Call. It wraps one of the

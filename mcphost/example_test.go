@@ -231,6 +231,28 @@ func ExampleSession_Review() {
 	// now: 1 allow same
 }
 
+func ExampleSession_Check() {
+	// A gate, as `mcphost check` is: refuse unless everything the model
+	// reads is as a person reviewed it, the servers run and the reviews
+	// can be read.
+	s, done := exampleSession(mcphost.Options{},
+		`{"name":"search","description":"Search the notes.","inputSchema":{"type":"object"}}`,
+		`{"name":"search","description":"Search the notes and the web.","inputSchema":{"type":"object"}}`)
+	defer done()
+	err := s.Check(context.Background())
+	var ce *mcphost.CheckError
+	if errors.As(err, &ce) {
+		// Each Review's Approve is the command that reviews it.
+		for _, r := range ce.Pending {
+			fmt.Println(r.Ref, r.Pin)
+		}
+	}
+	fmt.Println(err)
+	// Output:
+	// mcp__notes__search changed
+	// mcphost: check: 1 thing(s) not as reviewed
+}
+
 // exampleSession connects to a server (the test fixture, serving
 // hand-written definitions) whose tools were first as before and are now
 // as after, with search allowed, and returns a function that closes it and

@@ -272,40 +272,40 @@ func (c *cli) check(ctx context.Context, args []string) int {
 		return code
 	}
 	defer s.Close()
-	code = exitOK
 	for _, n := range s.Notices() {
 		fmt.Fprintf(c.stdout, "notice: %s\n", visibleLines(n, "  "))
-	}
-	for _, srv := range s.Servers() {
-		if srv.State != mcphost.ServerRunning && srv.State != mcphost.ServerUnreviewed {
-			fmt.Fprintf(c.stdout, "server %s is %s: its tools could not be checked\n", srv.Name, srv.State)
-			code = exitFail
-		}
 	}
 	what := "the reviewed-tools state"
 	if c.lock != "" {
 		what = "the lock"
 	}
-	if err := s.StateError(); err != nil {
-		fmt.Fprintf(c.stdout, "%s cannot be read or trusted, so no review could be checked: %s\n", what, pin.Visible(err.Error()))
+	err = s.Check(ctx)
+	var ce *mcphost.CheckError
+	if err != nil && !errors.As(err, &ce) {
+		fmt.Fprintf(c.stdout, "check: %s\n", pin.Visible(err.Error()))
 		return exitFail
 	}
-	pending := s.Pending(context.Background())
-	for _, r := range pending {
-		fmt.Fprintf(c.stdout, "%s; review it with: %s\n", pendingLine(s, r, c.lock != ""), pin.Visible(r.Approve))
-	}
-	if len(pending) > 0 {
-		fmt.Fprintf(c.stdout, "%d thing(s) not as reviewed in %s\n", len(pending), what)
-		return exitFail
-	}
-	if code == exitOK {
+	if ce == nil {
 		if c.lock != "" {
 			fmt.Fprintf(c.stdout, "ok: every server and everything it offers is as the lock %s recorded\n", c.lock)
 		} else {
 			fmt.Fprintln(c.stdout, "ok: everything the model reads is as reviewed")
 		}
+		return exitOK
 	}
-	return code
+	for _, srv := range ce.Failed {
+		fmt.Fprintf(c.stdout, "server %s is %s: its tools could not be checked\n", srv.Name, srv.State)
+	}
+	if ce.State != nil {
+		fmt.Fprintf(c.stdout, "%s cannot be read or trusted, so no review could be checked: %s\n", what, pin.Visible(ce.State.Error()))
+	}
+	for _, r := range ce.Pending {
+		fmt.Fprintf(c.stdout, "%s; review it with: %s\n", pendingLine(s, r, c.lock != ""), pin.Visible(r.Approve))
+	}
+	if len(ce.Pending) > 0 {
+		fmt.Fprintf(c.stdout, "%d thing(s) not as reviewed in %s\n", len(ce.Pending), what)
+	}
+	return exitFail
 }
 
 // pendingLine says, for check, what is not as reviewed.
