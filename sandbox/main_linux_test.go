@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	if v := os.Getenv(offHostEnv); v != "" {
+		return offHostMain(v)
+	}
 	dir, err := os.MkdirTemp("", "sandbox-fixtures-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

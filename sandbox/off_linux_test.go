@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -194,4 +196,91 @@ func TestOffConcurrent(t *testing.T) {
 	// Every Close has returned: a child that began (or begins) to write
 	// would be one that outlived it.
 	stillNow(t, beats...)
+}
+
+// offHostEnv, set to a JSON offHost, makes the test binary a host that
+// starts the hostile fixture with startOff, sends it the requests, prints
+// "ready" and waits to be killed (TestOffHostDeath).
+const offHostEnv = "SANDBOX_TEST_OFF_HOST"
+
+type offHost struct {
+	Hostile, Worktree string
+	Ops               []json.RawMessage
+}
+
+func offHostMain(arg string) int {
+	var h offHost
+	if err := json.Unmarshal([]byte(arg), &h); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := startOff(ctx, Config{Name: "hostile", Argv: []string{h.Hostile}, Worktree: h.Worktree, Off: true,
+		HostEnv: []string{"PATH=/usr/bin:/bin"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("tempdir:", p.TempDir())
+	sc := bufio.NewScanner(p.Stdout())
+	for _, op := range h.Ops {
+		p.Stdin().Write(append(op, '\n'))
+		if !sc.Scan() {
+			fmt.Fprintln(os.Stderr, "no reply")
+			return 1
+		}
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+// TestOffHostDeath: when a host that runs a server with startOff (macOS,
+// the BSDs) is SIGKILLed, the server's guard ends its process group: the
+// server, which ignores its closed stdin and SIGTERM, and its child in the
+// group.
+func TestOffHostDeath(t *testing.T) {
+	wt := t.TempDir()
+	inGroup := filepath.Join(wt, "group")
+	ops, err := json.Marshal(offHost{Hostile: hostilePath(), Worktree: wt, Ops: []json.RawMessage{
+		json.RawMessage(`{"op":"linger"}`), json.RawMessage(`{"op":"ignore-signals"}`),
+		json.RawMessage(fmt.Sprintf(`{"op":"child","args":[%q]}`, inGroup)),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := exec.Command(os.Args[0], "-test.run=^$")
+	host.Env = append(os.Environ(), offHostEnv+"="+string(ops))
+	var stderr lockedBuffer
+	host.Stderr = &stderr
+	host.WaitDelay = time.Second
+	out, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer host.Process.Kill()
+	sc := bufio.NewScanner(out)
+	ready := false
+	for sc.Scan() {
+		if tmp, ok := strings.CutPrefix(sc.Text(), "tempdir: "); ok && tmp != "" {
+			t.Cleanup(func() { os.RemoveAll(tmp) })
+		}
+		if sc.Text() == "ready" {
+			ready = true
+			break
+		}
+	}
+	if !ready {
+		host.Wait()
+		t.Fatalf("the host never got ready: %s", stderr.String())
+	}
+	waitGrowing(t, inGroup)
+	if err := host.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	host.Wait()
+	waitStill(t, inGroup)
 }

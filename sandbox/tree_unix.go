@@ -25,11 +25,55 @@ import (
 // to the server any more, and it survives. That includes a setsid child of
 // a server that exits on its own, before Close. Only Linux (a subreaper or
 // a PID namespace) closes that gap.
+//
+// A host that dies without Close (SIGKILL, a crash) cannot end the tree
+// itself, so each tree has a guard: a shell, in a session of its own,
+// that reads a pipe only the host holds open (close-on-exec, so no child
+// inherits it). release, which follows the end of the tree, tells it to
+// stand down; end of input without that word means the host is gone, and
+// the guard kills the server's process group. What left the group is out
+// of its reach, as above.
 type tree struct {
 	pgid int
 
 	mu    sync.Mutex
 	known map[int]uint64 // pid to start time, noted by note
+
+	guard    *os.File  // the write end of the guard's pipe; nil once released
+	guardCmd *exec.Cmd // the guard, reaped by release
+}
+
+// guardScript is the guard: the first line is the server's process group
+// (0 when the server never started), a second line stands it down, and
+// end of input before that kills the group.
+const guardScript = `read -r pg || exit 0
+read -r word || { [ "$pg" -gt 1 ] && kill -9 -"$pg"; }`
+
+// startGuard starts the tree's guard, before the server: a host that dies
+// at any moment after the server started leaves it a closed pipe.
+func (t *tree) startGuard() error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("the lifeline of its process tree: %w", err)
+	}
+	cmd := &exec.Cmd{
+		Path:  "/bin/sh",
+		Args:  []string{"mcphost-guard", "-c", guardScript},
+		Env:   []string{"PATH=/usr/bin:/bin"},
+		Dir:   "/",
+		Stdin: r,
+		// Its own session: the terminal's signals to the host's process
+		// group (Ctrl-C) do not end it.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	err = cmd.Start()
+	r.Close()
+	if err != nil {
+		w.Close()
+		return fmt.Errorf("starting the lifeline of its process tree (/bin/sh), which ends the server if this process dies without closing it: %w", err)
+	}
+	t.guard, t.guardCmd = w, cmd
+	return nil
 }
 
 // maxSweeps bounds the rounds of stopping in kill; maxKnown bounds what
@@ -46,15 +90,36 @@ func newTree() *tree { return &tree{known: make(map[int]uint64)} }
 // shell, and its process group is its own.
 func (t *tree) prepare(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	return nil
+	return t.startGuard()
 }
 
+// attach names the server's process group to the tree and its guard.
 func (t *tree) attach(p *os.Process) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.pgid = p.Pid
+	if _, err := fmt.Fprintf(t.guard, "%d\n", t.pgid); err != nil {
+		return fmt.Errorf("arming the lifeline of its process tree: %w", err)
+	}
 	return nil
 }
 
-func (t *tree) release() {}
+// release stands the guard down and reaps it; the tree is ended or was
+// never started.
+func (t *tree) release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.guard == nil {
+		return
+	}
+	if t.pgid == 0 {
+		fmt.Fprint(t.guard, "0\n")
+	}
+	fmt.Fprint(t.guard, "done\n")
+	t.guard.Close()
+	t.guardCmd.Wait()
+	t.guard, t.guardCmd = nil, nil
+}
 
 // note records the processes the table ties to the tree now, so that kill
 // ends them even if they lose that tie meanwhile.
