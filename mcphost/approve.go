@@ -280,16 +280,21 @@ func (s *Session) Pending(ctx context.Context) []Review {
 // Otherwise it returns a *CheckError, which matches ErrNotAsReviewed and
 // says what failed. It is the gate of `mcphost check`, for an agent that
 // must refuse to run unless a person reviewed all of it (a CI job, say).
-// It reads the session's state as it is when called.
+// It reads the session's state as it is when called: a server that stops
+// while Check runs is counted as failed, but tools a server re-lists or a
+// Restart brings after it ran are judged by the next Check (after
+// OnToolsChanged, say).
 func (s *Session) Check(ctx context.Context) error {
 	e := &CheckError{}
+	if e.State = s.StateError(); e.State == nil {
+		e.Pending = s.Pending(ctx)
+	}
+	// After Pending: a server that stops meanwhile, left out of it, is
+	// counted here.
 	for _, info := range s.Servers() {
 		if info.State != ServerRunning && info.State != ServerUnreviewed {
 			e.Failed = append(e.Failed, info)
 		}
-	}
-	if e.State = s.StateError(); e.State == nil {
-		e.Pending = s.Pending(ctx)
 	}
 	if len(e.Failed) == 0 && e.State == nil && len(e.Pending) == 0 {
 		return nil

@@ -53,28 +53,43 @@ func BenchmarkStartFloor(b *testing.B) {
 	if out, err := exec.Command(gcc, "-O2", "-static", "-o", floor, "testdata/floor/floor.c").CombinedOutput(); err != nil {
 		b.Skipf("building testdata/floor: %v\n%s", err, out)
 	}
+	// cgroups makes a pids and a memory cgroup for start n, limited as
+	// mcphost limits a server's, removed when the benchmark ends if not
+	// before.
+	cgroups := func(b *testing.B, n int) ([]string, error) {
+		var cgs []string
+		limit := map[string][2]string{
+			"pids":   {"pids.max", "256"},
+			"memory": {"memory.limit_in_bytes", strconv.Itoa(1 << 31)},
+		}
+		for _, c := range []string{"pids", "memory"} {
+			d := filepath.Join("/sys/fs/cgroup", c, fmt.Sprintf("mcphost-floor-%d-%d", os.Getpid(), n))
+			if err := os.Mkdir(d, 0o755); err != nil {
+				return cgs, err
+			}
+			b.Cleanup(func() { os.Remove(d) }) // after a failure
+			cgs = append(cgs, d)
+			if err := os.WriteFile(filepath.Join(d, limit[c][0]), []byte(limit[c][1]), 0); err != nil {
+				return cgs, err
+			}
+		}
+		return cgs, nil
+	}
+	removeCgroups := func(b *testing.B, cgs []string) {
+		for _, d := range cgs {
+			if err := os.Remove(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	run := func(b *testing.B, args func(worktree, tmp string, cgs []string) []string, clone uintptr) {
 		worktree := b.TempDir()
 		n := 0
 		for b.Loop() {
 			n++
-			var cgs []string
-			for _, c := range []string{"pids", "memory"} {
-				d := filepath.Join("/sys/fs/cgroup", c, fmt.Sprintf("mcphost-floor-%d-%d", os.Getpid(), n))
-				if err := os.Mkdir(d, 0o755); err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { os.Remove(d) }) // after a failure
-				cgs = append(cgs, d)
-			}
-			limit := map[string][2]string{
-				"pids":   {"pids.max", "256"},
-				"memory": {"memory.limit_in_bytes", strconv.Itoa(1 << 31)},
-			}
-			for i, c := range []string{"pids", "memory"} {
-				if err := os.WriteFile(filepath.Join(cgs[i], limit[c][0]), []byte(limit[c][1]), 0); err != nil {
-					b.Fatal(err)
-				}
+			cgs, err := cgroups(b, n)
+			if err != nil {
+				b.Fatal(err)
 			}
 			tmp := filepath.Join(os.TempDir(), fmt.Sprintf("mcphost-floor-tmp-%d", n))
 			argv := args(worktree, tmp, cgs)
@@ -86,15 +101,14 @@ func BenchmarkStartFloor(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// Before the cgroups' removal (cleanups run last first), if a
+			// failure below skips the Close.
+			b.Cleanup(func() { cs.Close() })
 			if bareListAll(b, cs) == 0 {
 				b.Fatal("no tools")
 			}
 			cs.Close()
-			for _, d := range cgs {
-				if err := os.Remove(d); err != nil {
-					b.Fatal(err)
-				}
-			}
+			removeCgroups(b, cgs)
 		}
 	}
 	b.Run("bare-sdk", func(b *testing.B) {
@@ -128,24 +142,41 @@ func BenchmarkStartFloor(b *testing.B) {
 	if err := testbin.Build(reaper, "./testdata/floor/reaper"); err != nil {
 		b.Fatal(err)
 	}
+	// layerArgs is floor's command line for program with every layer.
+	layerArgs := func(worktree, tmp string, cgs []string, goReaper bool, program string) []string {
+		a := []string{floor, "-root", "/tmp", "-write", worktree, "-tmp", tmp}
+		if goReaper {
+			a = append(a, "-reaper", reaper)
+		}
+		for _, d := range cgs {
+			a = append(a, "-cg", d)
+		}
+		for _, p := range []string{"/usr", "/etc", "/opt", "/sys", dir} {
+			if _, err := os.Stat(p); err == nil {
+				a = append(a, "-ro", p)
+			}
+		}
+		return append(a, "--", program)
+	}
 	layers := func(goReaper bool) func(worktree, tmp string, cgs []string) []string {
 		return func(worktree, tmp string, cgs []string) []string {
-			a := []string{floor, "-root", "/tmp", "-write", worktree, "-tmp", tmp}
-			if goReaper {
-				a = append(a, "-reaper", reaper)
-			}
-			for _, d := range cgs {
-				a = append(a, "-cg", d)
-			}
-			for _, p := range []string{"/usr", "/etc", "/opt", "/sys", dir} {
-				if _, err := os.Stat(p); err == nil {
-					a = append(a, "-ro", p)
-				}
-			}
-			return append(a, "--", prog)
+			return layerArgs(worktree, tmp, cgs, goReaper, prog)
 		}
 	}
 	namespaces := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC)
+	// A root without the privileges (a container's read-only cgroups, a
+	// user namespace) or a kernel without a layer cannot measure: skip,
+	// saying which step failed.
+	cgs, err := cgroups(b, 0)
+	if err != nil {
+		b.Skipf("cannot make cgroups here: %v", err)
+	}
+	probe := exec.Command(floor, layerArgs(b.TempDir(), "/tmp/mcphost-floor-probe", cgs, false, "/bin/true")[1:]...)
+	probe.SysProcAttr = &syscall.SysProcAttr{Cloneflags: namespaces}
+	if out, err := probe.CombinedOutput(); err != nil {
+		b.Skipf("testdata/floor cannot confine here: %v\n%s", err, out)
+	}
+	removeCgroups(b, cgs)
 	b.Run("floor-layers", func(b *testing.B) { run(b, layers(false), namespaces) })
 	b.Run("floor-layers-goreaper", func(b *testing.B) { run(b, layers(true), namespaces) })
 	b.Run("mcphost-confined", func(b *testing.B) {

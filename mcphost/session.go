@@ -118,7 +118,7 @@ func mustJSON(v any) json.RawMessage {
 // StartupTimeout. The caller must Close the session.
 func Connect(ctx context.Context, servers []ServerConfig, opts Options) (_ *Session, err error) {
 	s := &Session{opts: opts, servers: map[string]*server{}, tools: map[string]*toolEntry{}}
-	tr := newPhaseTrace("connect", "session")
+	tr := newPhaseTrace("session connect", "")
 	defer func() {
 		result := "ok"
 		if err != nil {
@@ -467,7 +467,7 @@ func (s *Session) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	tr := newPhaseTrace("close", "session")
+	tr := newPhaseTrace("session close", "")
 	var wg sync.WaitGroup
 	errs := make([]error, len(s.order))
 	for i, name := range s.order {
@@ -504,8 +504,13 @@ func (s *Session) Close() error {
 		}
 	}
 	tr.mark("records")
-	tr.print("closed")
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if err != nil {
+		tr.print("failed")
+	} else {
+		tr.print("closed")
+	}
+	return err
 }
 
 func (s *Session) isClosed() bool {

@@ -24,8 +24,8 @@ import (
 // go-sdk session's. Connect and Session.Close write one line each for the
 // whole session, after their servers' lines:
 //
-//	mcphost: connect "session": total 12.67ms: setup 0.07 protect 0.08 gitless 0.04 servers 12.11 publish 0.37 (ok)
-//	mcphost: close "session": total 3.18ms: servers 3.14 records 0.04 (closed)
+//	mcphost: session connect: total 12.67ms: setup 0.07 protect 0.08 gitless 0.04 servers 12.11 publish 0.37 (ok)
+//	mcphost: session close: total 3.18ms: servers 3.14 records 0.04 (closed)
 //
 // setup is the paths, the tables' checks, the state directory's reach and
 // the review store; protect the protected paths and their record; gitless
@@ -45,9 +45,9 @@ type phaseTrace struct {
 // traceOut is where the lines go; tests replace it.
 var traceOut io.Writer = os.Stderr
 
-// newPhaseTrace returns a trace of what ("start", "close", "connect") for
-// the server name (or "session"), or nil when tracing is off; the methods
-// of a nil *phaseTrace do nothing.
+// newPhaseTrace returns a trace of what ("start", "close") for the server
+// name, or of what ("session connect", "session close") with name "", or
+// nil when tracing is off; the methods of a nil *phaseTrace do nothing.
 func newPhaseTrace(what, name string) *phaseTrace {
 	if os.Getenv("MCPHOST_START_TRACE") != "1" {
 		return nil
@@ -71,6 +71,10 @@ func (t *phaseTrace) print(result string) {
 	if t == nil {
 		return
 	}
-	fmt.Fprintf(t.out, "mcphost: %s %q: total %.2fms: %s (%s)\n", t.what, t.name,
+	subject := t.what
+	if t.name != "" {
+		subject = fmt.Sprintf("%s %q", t.what, t.name)
+	}
+	fmt.Fprintf(t.out, "mcphost: %s: total %.2fms: %s (%s)\n", subject,
 		float64(t.last.Sub(t.t0).Nanoseconds())/1e6, strings.Join(t.phases, " "), result)
 }

@@ -44,9 +44,9 @@ func TestPhaseTrace(t *testing.T) {
 		phases []string
 	}{
 		{`mcphost: start "one": total `, []string{"config", "sandbox", "initialize", "list"}},
-		{`mcphost: connect "session": total `, []string{"setup", "protect", "gitless", "servers", "publish"}},
+		{`mcphost: session connect: total `, []string{"setup", "protect", "gitless", "servers", "publish"}},
 		{`mcphost: close "one": total `, []string{"process", "client"}},
-		{`mcphost: close "session": total `, []string{"servers", "records"}},
+		{`mcphost: session close: total `, []string{"servers", "records"}},
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != len(want) {

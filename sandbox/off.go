@@ -119,6 +119,7 @@ func launchOff(cfg Config, hostEnv []string, worktree, tmp string) (*Process, er
 	if err := tr.attach(cmd.Process); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
+		tr.kill() // what the server forked meanwhile
 		tr.release()
 		closeFiles(hostEnds)
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -223,6 +224,7 @@ func offHostMain(arg string) int {
 		return 1
 	}
 	fmt.Println("tempdir:", p.TempDir())
+	fmt.Println("pgid:", p.helper.Pid) // the server leads its group
 	sc := bufio.NewScanner(p.Stdout())
 	for _, op := range h.Ops {
 		p.Stdin().Write(append(op, '\n'))
@@ -268,6 +270,13 @@ func TestOffHostDeath(t *testing.T) {
 		if tmp, ok := strings.CutPrefix(sc.Text(), "tempdir: "); ok && tmp != "" {
 			t.Cleanup(func() { os.RemoveAll(tmp) })
 		}
+		if pg, ok := strings.CutPrefix(sc.Text(), "pgid: "); ok {
+			// When the guard fails, the server and its child, which
+			// ignore SIGTERM, would run on after the test.
+			if pgid, err := strconv.Atoi(pg); err == nil && pgid > 1 {
+				t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+			}
+		}
 		if sc.Text() == "ready" {
 			ready = true
 			break
@@ -283,4 +292,37 @@ func TestOffHostDeath(t *testing.T) {
 	}
 	host.Wait()
 	waitStill(t, inGroup)
+}
+
+// TestOffGuardStopped: a server of the same user that stops its guard
+// (SIGSTOP) cannot hold Close up: release kills the guard, stopped or not.
+func TestOffGuardStopped(t *testing.T) {
+	s := startHostileOff(t, Config{Worktree: t.TempDir()})
+	guards := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if strings.HasPrefix(string(cmdline), "sh\x00-c\x00"+guardScript) && strings.Contains(string(status), fmt.Sprintf("\nPPid:\t%d\n", os.Getpid())) {
+			syscall.Kill(pid, syscall.SIGSTOP)
+			guards++
+		}
+	}
+	if guards == 0 {
+		t.Fatal("no guard of this host found")
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.p.Close(100 * time.Millisecond) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return with the guard stopped")
+	}
 }

@@ -29,10 +29,12 @@ import (
 // A host that dies without Close (SIGKILL, a crash) cannot end the tree
 // itself, so each tree has a guard: a shell, in a session of its own,
 // that reads a pipe only the host holds open (close-on-exec, so no child
-// inherits it). release, which follows the end of the tree, tells it to
-// stand down; end of input without that word means the host is gone, and
-// the guard kills the server's process group. What left the group is out
-// of its reach, as above.
+// inherits it). attach writes it the server's process group; release,
+// which follows the end of the tree, kills it. End of input while it
+// still runs means the host is gone, and the guard kills the server's
+// process group. What left the group is out of its reach, as above, and
+// so is a server whose host died between its start and attach (a window
+// of a few system calls).
 type tree struct {
 	pgid int
 
@@ -43,14 +45,13 @@ type tree struct {
 	guardCmd *exec.Cmd // the guard, reaped by release
 }
 
-// guardScript is the guard: the first line is the server's process group
-// (0 when the server never started), a second line stands it down, and
-// end of input before that kills the group.
+// guardScript is the guard: the first line is the server's process group;
+// end of input after it kills the group (no second line is ever written).
 const guardScript = `read -r pg || exit 0
 read -r word || { [ "$pg" -gt 1 ] && kill -9 -"$pg"; }`
 
-// startGuard starts the tree's guard, before the server: a host that dies
-// at any moment after the server started leaves it a closed pipe.
+// startGuard starts the tree's guard, before the server, so that it is
+// there to read the server's process group as soon as the server runs.
 func (t *tree) startGuard() error {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -58,7 +59,8 @@ func (t *tree) startGuard() error {
 	}
 	cmd := &exec.Cmd{
 		Path:  "/bin/sh",
-		Args:  []string{"mcphost-guard", "-c", guardScript},
+		// argv[0] "sh": a busybox /bin/sh picks its applet by it.
+		Args:  []string{"sh", "-c", guardScript},
 		Env:   []string{"PATH=/usr/bin:/bin"},
 		Dir:   "/",
 		Stdin: r,
@@ -104,20 +106,19 @@ func (t *tree) attach(p *os.Process) error {
 	return nil
 }
 
-// release stands the guard down and reaps it; the tree is ended or was
-// never started.
+// release ends the guard and reaps it; the tree is ended or was never
+// started. The guard is killed before its pipe closes, so it never reads
+// the end of input, and a guard that does not cooperate (a server of the
+// same user may have stopped it) cannot hold release up.
 func (t *tree) release() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.guard == nil {
 		return
 	}
-	if t.pgid == 0 {
-		fmt.Fprint(t.guard, "0\n")
-	}
-	fmt.Fprint(t.guard, "done\n")
-	t.guard.Close()
+	t.guardCmd.Process.Kill()
 	t.guardCmd.Wait()
+	t.guard.Close()
 	t.guard, t.guardCmd = nil, nil
 }
 

@@ -47,6 +47,14 @@
 
 #define MAXP 64
 
+#if defined(__x86_64__)
+#define NATIVE_ARCH 0xc000003e // AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH 0xc00000b7 // AUDIT_ARCH_AARCH64
+#else
+#error "floor knows the seccomp architecture of amd64 and arm64 only"
+#endif
+
 // Landlock rights of later ABIs than older headers know.
 #define LL_FS_TRUNCATE (1ULL << 14)  // ABI 3
 #define LL_FS_IOCTL_DEV (1ULL << 15) // ABI 5
@@ -195,7 +203,7 @@ static void confine(void) {
 	struct sock_filter prog[4 + 2 * sizeof deny / sizeof deny[0] + 1];
 	int n = 0;
 	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
-	prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xc000003e, 1, 0); // AUDIT_ARCH_X86_64
+	prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0);
 	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
 	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
 	for (size_t i = 0; i < sizeof deny / sizeof deny[0]; i++) {
