@@ -113,8 +113,12 @@ func takeServerID() (*serverIDLease, error) {
 // threads of a process with more than one are each read. A process or
 // thread that is gone is skipped; any other failure to read says in use,
 // the safe side.
-func uidInUse(uid uint32) bool {
-	ents, err := os.ReadDir("/proc")
+func uidInUse(uid uint32) bool { return uidInUseIn(os.DirFS("/proc"), uid) }
+
+// uidInUseIn is uidInUse over proc, a /proc file system (tests give it
+// one whose reads fail).
+func uidInUseIn(proc fs.FS, uid uint32) bool {
+	ents, err := fs.ReadDir(proc, ".")
 	if err != nil {
 		return true
 	}
@@ -122,7 +126,7 @@ func uidInUse(uid uint32) bool {
 	// inUse reads the status file at path: whether its task runs as
 	// uid, and its process's thread count. A task that is gone does not.
 	inUse := func(path string) (bool, int) {
-		b, err := os.ReadFile(path)
+		b, err := fs.ReadFile(proc, path)
 		if err != nil {
 			return !gone(err), 1
 		}
@@ -133,20 +137,19 @@ func uidInUse(uid uint32) bool {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
 		}
-		dir := "/proc/" + e.Name()
-		in, threads := inUse(dir + "/status")
+		in, threads := inUse(e.Name() + "/status")
 		if in {
 			return true
 		}
 		if threads == 1 {
 			continue
 		}
-		tasks, err := os.ReadDir(dir + "/task")
+		tasks, err := fs.ReadDir(proc, e.Name()+"/task")
 		if err != nil && !gone(err) {
 			return true
 		}
 		for _, task := range tasks {
-			if in, _ := inUse(dir + "/task/" + task.Name() + "/status"); in {
+			if in, _ := inUse(e.Name() + "/task/" + task.Name() + "/status"); in {
 				return true
 			}
 		}

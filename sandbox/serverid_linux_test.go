@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 	"time"
 )
 
@@ -286,5 +289,73 @@ func TestUIDInUseThread(t *testing.T) {
 	}
 	if !uidInUse(uid) {
 		t.Errorf("uid %d, which thread %d of this process runs as, is not in use", uid, tid)
+	}
+}
+
+// failingFS is a file system whose reads of the paths in errs fail with
+// their error.
+type failingFS struct {
+	files fstest.MapFS
+	errs  map[string]error
+}
+
+func (f failingFS) fail(op, name string) error {
+	if err := f.errs[name]; err != nil {
+		return &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	return nil
+}
+
+func (f failingFS) Open(name string) (fs.File, error) {
+	if err := f.fail("open", name); err != nil {
+		return nil, err
+	}
+	return f.files.Open(name)
+}
+
+func (f failingFS) ReadFile(name string) ([]byte, error) {
+	if err := f.fail("read", name); err != nil {
+		return nil, err
+	}
+	return f.files.ReadFile(name)
+}
+
+func (f failingFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if err := f.fail("readdirent", name); err != nil {
+		return nil, err
+	}
+	return f.files.ReadDir(name)
+}
+
+// TestUIDInUseReadErrors: a /proc that cannot be read says the uid is in
+// use (the safe side), except a process or thread that is gone, which is
+// skipped.
+func TestUIDInUseReadErrors(t *testing.T) {
+	const uid = 4242
+	status := func(uids string, threads int) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte(fmt.Sprintf("Name:\tx\nUid:\t%s\nThreads:\t%d\n", uids, threads))}
+	}
+	for _, c := range []struct {
+		name  string
+		files fstest.MapFS
+		errs  map[string]error
+		want  bool
+	}{
+		{"none runs as it", fstest.MapFS{"1/status": status("0 0 0 0", 1), "self": &fstest.MapFile{}}, nil, false},
+		{"a process runs as it", fstest.MapFS{"1/status": status("0 0 0 0", 1), "7/status": status("0 4242 0 0", 1)}, nil, true},
+		{"a thread runs as it", fstest.MapFS{"7/status": status("0 0 0 0", 2), "7/task/7/status": status("0 0 0 0", 2), "7/task/8/status": status("0 0 0 4242", 2)}, nil, true},
+		{"/proc unreadable", fstest.MapFS{"1/status": status("0 0 0 0", 1)}, map[string]error{".": syscall.EACCES}, true},
+		{"a status unreadable", fstest.MapFS{"1/status": status("0 0 0 0", 1), "7/status": status("0 0 0 0", 1)}, map[string]error{"7/status": syscall.EACCES}, true},
+		{"a process gone", fstest.MapFS{"1/status": status("0 0 0 0", 1), "7/status": status("0 0 0 0", 1)}, map[string]error{"7/status": syscall.ESRCH}, false},
+		{"a process removed", fstest.MapFS{"1/status": status("0 0 0 0", 1), "7/status": status("0 0 0 0", 1)}, map[string]error{"7/status": fs.ErrNotExist}, false},
+		{"the threads unreadable", fstest.MapFS{"7/status": status("0 0 0 0", 2), "7/task/8/status": status("0 0 0 0", 2)}, map[string]error{"7/task": syscall.EACCES}, true},
+		{"a thread's status unreadable", fstest.MapFS{"7/status": status("0 0 0 0", 2), "7/task/8/status": status("0 0 0 0", 2)}, map[string]error{"7/task/8/status": syscall.EIO}, true},
+		{"a thread gone", fstest.MapFS{"7/status": status("0 0 0 0", 2), "7/task/8/status": status("0 0 0 0", 2)}, map[string]error{"7/task/8/status": syscall.ESRCH}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := uidInUseIn(failingFS{c.files, c.errs}, uid); got != c.want {
+				t.Errorf("uidInUseIn = %v, want %v", got, c.want)
+			}
+		})
 	}
 }

@@ -58,7 +58,7 @@ func (t *tree) startGuard() error {
 		return fmt.Errorf("the lifeline of its process tree: %w", err)
 	}
 	cmd := &exec.Cmd{
-		Path:  "/bin/sh",
+		Path: "/bin/sh",
 		// argv[0] "sh": a busybox /bin/sh picks its applet by it.
 		Args:  []string{"sh", "-c", guardScript},
 		Env:   []string{"PATH=/usr/bin:/bin"},
