@@ -107,6 +107,13 @@ func TestStartTrace(t *testing.T) {
 	if !strings.HasPrefix(lines[1], `mcphost-sandbox: close "hostile": total `) || !strings.Contains(lines[1], "server-done ") {
 		t.Errorf("close line: %s", lines[1])
 	}
+	// The server exits at its stdin's EOF: the helper's exit report
+	// says where server-done went.
+	for _, phase := range []string{"server-exit ", "helper-reap ", "helper-thread ", "report-read "} {
+		if !strings.Contains(lines[1], " "+phase) {
+			t.Errorf("the close line lacks %q: %s", phase, lines[1])
+		}
+	}
 	t.Log(lines[0])
 	t.Log(lines[1])
 }

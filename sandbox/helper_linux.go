@@ -723,7 +723,11 @@ func (h *helper) supervise(server int, conf string, lifeline *os.File, confined 
 			break
 		}
 	}
-	signal.Stop(sigs)
+	exitMarks := traceMarks(nil)
+	// No signal.Stop: its handshake with the runtime's signal loop took
+	// 0.25–0.3 ms of every Close (measured). A SIGTERM or SIGINT from
+	// now on is still relayed, to the pidfd of a reaped process, which
+	// does nothing, and the helper goes on to report and exit.
 	// End what the server left behind and reap it all before reporting:
 	// an exit report that says "alone" tells the host that every process
 	// of the server is gone, so it need not wait for the kernel to tear
@@ -734,6 +738,7 @@ func (h *helper) supervise(server int, conf string, lifeline *os.File, confined 
 	} else {
 		alone = killDescendants(5 * time.Second)
 	}
+	exitMarks = traceMarks(exitMarks)
 	if alone && h.confinedTID != 0 {
 		// The thread that confined itself to fork the server ended right
 		// after, nearly always long ago. "Alone" also tells the host that
@@ -747,7 +752,8 @@ func (h *helper) supervise(server int, conf string, lifeline *os.File, confined 
 		// waits for its EOF: let go of the helper's copy too.
 		nullFD(2)
 	}
-	h.send(report{Exit: describeWait(ws), Alone: alone})
+	exitMarks = traceMarks(exitMarks)
+	h.send(report{Exit: describeWait(ws), Alone: alone, Trace: joinMarks(exitMarks)})
 	return exitCode(ws)
 }
 
@@ -757,6 +763,11 @@ func (h *helper) supervise(server int, conf string, lifeline *os.File, confined 
 // left.
 func reapNamespace(limit time.Duration) bool {
 	killNamespace()
+	// Most servers leave nothing: say so without a goroutine and a timer
+	// (about 0.04 ms of Close, measured).
+	if _, err := unix.Wait4(-1, nil, unix.WNOHANG, nil); err == unix.ECHILD {
+		return true
+	}
 	done := make(chan bool, 1)
 	go func() {
 		for {
@@ -916,14 +927,30 @@ func descendants(root int) []int {
 var helperTraceWanted bool
 
 // startedTrace marks the server started and returns the helper's
-// timestamps for the Started report, or nil when they were not asked for.
+// timestamps for the Started report, or "" when they were not asked for.
 func startedTrace() string {
 	if !helperTraceWanted {
 		return ""
 	}
 	helperMark()
+	return joinMarks(helperTrace)
+}
+
+// traceMarks appends now to marks when the spec asked for timestamps: the
+// Exit report's are the server's exit seen, the rest of its processes
+// reaped, and its confining thread seen gone.
+func traceMarks(marks []int64) []int64 {
+	if !helperTraceWanted {
+		return nil
+	}
+	return append(marks, monoNow())
+}
+
+// joinMarks is a report's Trace: the timestamps in decimal, separated by
+// spaces.
+func joinMarks(marks []int64) string {
 	var b strings.Builder
-	for i, t := range helperTrace {
+	for i, t := range marks {
 		if i > 0 {
 			b.WriteByte(' ')
 		}

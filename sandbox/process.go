@@ -201,6 +201,9 @@ type Process struct {
 	trace       bool
 	traceExeced int64
 	traceJoin   [2]int64
+	// exitTrace, when tracing, is the helper's Exit report's timestamps
+	// and the host's receipt of it, under mu.
+	exitTrace []int64
 
 	// endTree, outside Linux, kills the server's process tree (its
 	// session and process group, or its job object) and waits for it;
@@ -294,6 +297,7 @@ func (p *Process) close(grace time.Duration) error {
 		p.noteTree()
 	}
 	closeQuietly(p.stdin)
+	stdinClosed := monoNow()
 	if grace > 0 {
 		t := time.NewTimer(grace)
 		select {
@@ -303,6 +307,17 @@ func (p *Process) close(grace time.Duration) error {
 		t.Stop()
 	}
 	tr.mark("server-done")
+	p.mu.Lock()
+	if x := p.exitTrace; len(x) == 4 && x[0] > stdinClosed {
+		// Where server-done went: the server's exit (as the helper saw
+		// it), the reaping of the rest, the confining thread's end, the
+		// report's way to the host.
+		tr.span("server-exit", stdinClosed, x[0])
+		tr.span("helper-reap", x[0], x[1])
+		tr.span("helper-thread", x[1], x[2])
+		tr.span("report-read", x[2], x[3])
+	}
+	p.mu.Unlock()
 	select {
 	case <-p.done:
 	default:

@@ -307,8 +307,9 @@ type report struct {
 	// and reaped: the server is done even though the helper still has to
 	// exit.
 	Alone bool `json:"alone,omitempty"`
-	// Trace, with Started and when the spec asked, are the helper's
-	// timestamps (helperTrace), decimal, separated by spaces.
+	// Trace, when the spec asked, are the helper's timestamps
+	// (CLOCK_MONOTONIC), decimal, separated by spaces: with Started its
+	// start's (helperTrace), with Exit its close's (see traceMarks).
 	Trace string `json:"trace,omitempty"`
 }
 

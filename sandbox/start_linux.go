@@ -1453,6 +1453,16 @@ func traceHelper(tr *startTrace, ts string) {
 	}
 }
 
+// parseMarks reads a report's Trace; a field that is no number is 0.
+func parseMarks(ts string) []int64 {
+	var marks []int64
+	for _, v := range strings.Fields(ts) {
+		at, _ := strconv.ParseInt(v, 10, 64)
+		marks = append(marks, at)
+	}
+	return marks
+}
+
 // readReports reads the helper's reports: the first goes to first, an exit
 // report is kept as the exit status.
 func (p *Process) readReports(r *os.File, first chan<- reportResult) {
@@ -1486,6 +1496,9 @@ func (p *Process) readReports(r *os.File, first chan<- reportResult) {
 			p.mu.Lock()
 			p.reported = rep.Exit
 			p.alone = rep.Alone
+			if rep.Trace != "" {
+				p.exitTrace = append(parseMarks(rep.Trace), monoNow())
+			}
 			p.mu.Unlock()
 			if rep.Alone {
 				p.finish(rep.Exit)
