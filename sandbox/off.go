@@ -54,7 +54,7 @@ func startOff(ctx context.Context, cfg Config) (*Process, error) {
 		removeAll(tmp)
 		return nil, err
 	}
-	p.tempDir = tmp
+	p.tempDir, p.tempOnHost = tmp, true
 	return p, nil
 }
 

@@ -148,6 +148,7 @@ type Process struct {
 	stdout      *os.File
 	confinement string
 	tempDir     string
+	tempOnHost  bool   // tempDir was made on the host; Close removes it
 	tempHome    string // removed by Close too, if not ""
 	helper      *os.Process
 	// lifeline is the host's end of the spec socket. The helper ends the
@@ -239,7 +240,10 @@ func (p *Process) Stdout() io.ReadCloser { return p.stdout }
 func (p *Process) Confinement() string { return p.confinement }
 
 // TempDir returns the server's private temporary directory (its TMPDIR),
-// created by Start and removed by Close.
+// as the server sees it. Where the server has a root of its own (the full
+// tier, unless a grant shows the host's directories there) it is a tmpfs
+// in that root and nothing on the host; elsewhere Start made it on the
+// host. Close removes what Start made.
 func (p *Process) TempDir() string { return p.tempDir }
 
 // Done returns a channel closed once the server has exited or been
@@ -370,7 +374,7 @@ func (p *Process) close(grace time.Duration) error {
 		}
 		tr.mark("cgroup-remove")
 	}
-	if p.tempDir != "" {
+	if p.tempOnHost {
 		if err := removeAll(p.tempDir); err != nil {
 			errs = append(errs, fmt.Errorf("removing the temporary directory: %w", err))
 		}

@@ -2056,3 +2056,41 @@ func TestLimitAboveServer(t *testing.T) {
 		}
 	}
 }
+
+// TestTempDirOnHost: the server's TMPDIR exists on the host only where the
+// server sees the host's tree there (a grant of the host's temporary
+// directory, sandbox off); in a root of its own it is a tmpfs there alone.
+// Either way the server can use it, and Close leaves nothing on the host.
+func TestTempDirOnHost(t *testing.T) {
+	requireConfinement(t)
+	hostTmp, err := filepath.EvalSymlinks(os.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		cfg    Config
+		onHost bool
+	}{
+		{"own root", Config{}, false},
+		{"the host's temporary directory granted", Config{Read: []string{hostTmp}}, true},
+		{"off", Config{Off: true}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.cfg
+			cfg.Worktree = t.TempDir()
+			s := startHostile(t, cfg)
+			tmp := s.p.TempDir()
+			if _, err := os.Stat(tmp); (err == nil) != c.onHost {
+				t.Errorf("TempDir %s on the host: %v, want it there: %v", tmp, err, c.onHost)
+			}
+			s.must("write", filepath.Join(tmp, "scratch"))
+			if err := s.p.Close(time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(tmp); err == nil {
+				t.Errorf("TempDir %s is still on the host after Close", tmp)
+			}
+		})
+	}
+}

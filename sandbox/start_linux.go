@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,13 +136,19 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		}
 		tr.besides()
 	}
-	tmp, err := os.MkdirTemp("", "mcphost-"+tempPrefix(cfg.Name)+"-")
-	if err != nil {
-		if st != nil {
-			st.abort()
+	// The server's TMPDIR: a name only, made on the host by makeTmp where
+	// the server's view of it is the host's tree (see hostTmpNeeded).
+	tmp := tempName(cfg.Name)
+	tmpMade := false
+	makeTmp := func() error {
+		if tmpMade {
+			return nil
 		}
-		early.discard()
-		return nil, fmt.Errorf("sandbox: server %q: creating its temporary directory: %w", cfg.Name, err)
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			return fmt.Errorf("sandbox: server %q: creating its temporary directory: %w", cfg.Name, err)
+		}
+		tmpMade = true
+		return nil
 	}
 	home := cfg.Home
 	tempHome := ""
@@ -151,7 +158,9 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			st.abort()
 		}
 		early.discard()
-		removeAll(tmp)
+		if tmpMade {
+			removeAll(tmp)
+		}
 		if tempHome != "" {
 			removeAll(tempHome)
 		}
@@ -209,8 +218,13 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	var p *Process
 	userNS := false
 	if st != nil {
-		p, err = st.deliver(ctx, cfg.Name, sp)
-		st = nil // running, or gone
+		if hostTmpNeeded(sp) {
+			err = makeTmp()
+		}
+		if err == nil {
+			p, err = st.deliver(ctx, cfg.Name, sp)
+			st = nil // running, or gone
+		}
 	} else {
 		userNS = useUserNS()
 		if !cfg.Off && userNS && refusedUserNS() != "" {
@@ -220,7 +234,12 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			}
 			userNS = false
 		}
-		p, err = launch(ctx, cfg.Name, sp, userNS, cfg.Stderr, opts)
+		if hostTmpNeeded(sp) {
+			err = makeTmp()
+		}
+		if err == nil {
+			p, err = launch(ctx, cfg.Name, sp, userNS, cfg.Stderr, opts)
+		}
 	}
 	if err != nil && errors.Is(err, errUserNSRefused) {
 		// The first start that meets the refusal: remember it, and start
@@ -233,7 +252,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		refuseUserNS(why)
 		if rerr := reduceOrRefuse(&cfg, sp, why); rerr != nil {
 			err = rerr
-		} else {
+		} else if err = makeTmp(); err == nil { // the reduced tier's view is the host's
 			p, err = launch(ctx, cfg.Name, sp, false, cfg.Stderr, opts)
 		}
 	}
@@ -269,7 +288,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		p.cgroupDirs = cg.dirs
 		p.mu.Unlock()
 	}
-	p.tempDir = tmp
+	p.tempDir, p.tempOnHost = tmp, tmpMade
 	p.tempHome = tempHome
 	tr.mark("finish")
 	tr.print()
@@ -467,6 +486,29 @@ func sharedBudgetLacks() []string {
 // idmap than maxIdmap.
 var errTooManyIdmaps = errors.New("too many idmapped grants")
 
+// tempName returns a path for the server's TMPDIR in the host's temporary
+// directory that no one could have predicted (64 random bits), not made.
+func tempName(name string) string {
+	return filepath.Join(os.TempDir(), "mcphost-"+tempPrefix(name)+"-"+strconv.FormatUint(rand.Uint64(), 36))
+}
+
+// hostTmpNeeded reports whether the server of sp sees its TMPDIR in the
+// host's tree, which must then hold it: unconfined, in the reduced tier
+// (no mount namespace), with / granted, or where a grant or its private
+// home shows the host's directories there. Otherwise the helper mounts a
+// tmpfs at that path in the root it builds, which the host never sees,
+// and the host makes (and Close removes) nothing.
+func hostTmpNeeded(sp *spec) bool {
+	if sp.Off || sp.Reduced || sp.Tmp == "" {
+		return true
+	}
+	plan, err := planMounts(sp)
+	if err != nil || !plan.NewRoot || plan.Tmp == "" {
+		return true
+	}
+	return underAny(sp.Tmp, plan.Binds) || (plan.Home != "" && isUnder(sp.Tmp, plan.Home))
+}
+
 // runUnprivileged makes the server of sp run as uid, with every
 // granted path outside the system directories shown through an idmapped
 // mount that maps its owner to uid (see ServerID).
@@ -646,10 +688,12 @@ func buildSpec(cfg *Config, hostEnv []string, tmp, home string) (*spec, error) {
 		}
 	}
 
-	tmpCanon, err := filepath.EvalSymlinks(tmp)
+	// tmp's directory, canonical: tmp itself may not exist on the host.
+	tmpDir, err := filepath.EvalSymlinks(filepath.Dir(tmp))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
+	tmpCanon := filepath.Join(tmpDir, filepath.Base(tmp))
 	s.Dir = worktree
 	s.Tmp = tmpCanon
 	write := []string{worktree, tmpCanon}
