@@ -242,8 +242,8 @@ func (p *Process) Confinement() string { return p.confinement }
 // TempDir returns the server's private temporary directory (its TMPDIR),
 // as the server sees it. Where the server has a root of its own (the full
 // tier, unless a grant shows the host's directories there) it is a tmpfs
-// in that root and nothing on the host; elsewhere Start made it on the
-// host. Close removes what Start made.
+// in that root and nothing on the host: host code must not make or use
+// that path. Elsewhere Start made it on the host, and Close removes it.
 func (p *Process) TempDir() string { return p.tempDir }
 
 // Done returns a channel closed once the server has exited or been

@@ -2067,20 +2067,44 @@ func TestTempDirOnHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The host's temporary directory beneath HOME, and a private home
+	// shown there: the mount point is made in the private home.
+	realHome := t.TempDir()
+	homeTmp := filepath.Join(realHome, "tmp")
+	privateHome := filepath.Join(t.TempDir(), "home")
+	for _, d := range []string{homeTmp, privateHome} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The host's temporary directory through a symbolic link.
+	linkedTmp := filepath.Join(t.TempDir(), "tmp-link")
+	if err := os.Symlink(homeTmp, linkedTmp); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name   string
 		cfg    Config
+		tmpdir string // the host's TMPDIR, if not the default
 		onHost bool
 	}{
-		{"own root", Config{}, false},
-		{"the host's temporary directory granted", Config{Read: []string{hostTmp}}, true},
-		{"off", Config{Off: true}, true},
+		{"through a link", Config{}, linkedTmp, false},
+		{"own root", Config{}, "", false},
+		{"the host's temporary directory granted", Config{Read: []string{hostTmp}}, "", true},
+		{"off", Config{Off: true}, "", true},
+		{"beneath a private home", Config{Home: privateHome, HostEnv: []string{"PATH=/usr/bin:/bin", "HOME=" + realHome}}, homeTmp, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.tmpdir != "" {
+				t.Setenv("TMPDIR", c.tmpdir)
+			}
 			cfg := c.cfg
 			cfg.Worktree = t.TempDir()
 			s := startHostile(t, cfg)
 			tmp := s.p.TempDir()
+			if env := s.must("env").Out; !slices.Contains(strings.Split(env, "\n"), "TMPDIR="+tmp) {
+				t.Errorf("the server's TMPDIR is not %s:\n%s", tmp, env)
+			}
 			if _, err := os.Stat(tmp); (err == nil) != c.onHost {
 				t.Errorf("TempDir %s on the host: %v, want it there: %v", tmp, err, c.onHost)
 			}

@@ -138,7 +138,14 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	}
 	// The server's TMPDIR: a name only, made on the host by makeTmp where
 	// the server's view of it is the host's tree (see hostTmpNeeded).
-	tmp := tempName(cfg.Name)
+	tmp, err := tempName(cfg.Name)
+	if err != nil {
+		if st != nil {
+			st.abort()
+		}
+		early.discard()
+		return nil, fmt.Errorf("sandbox: server %q: its temporary directory: %w", cfg.Name, err)
+	}
 	tmpMade := false
 	makeTmp := func() error {
 		if tmpMade {
@@ -488,15 +495,22 @@ var errTooManyIdmaps = errors.New("too many idmapped grants")
 
 // tempName returns a path for the server's TMPDIR in the host's temporary
 // directory that no one could have predicted (64 random bits), not made.
-func tempName(name string) string {
-	return filepath.Join(os.TempDir(), "mcphost-"+tempPrefix(name)+"-"+strconv.FormatUint(rand.Uint64(), 36))
+// It is canonical, as the path the helper mounts it at: a TMPDIR through
+// a symbolic link of the host's would not exist in the server's root.
+func tempName(name string) (string, error) {
+	dir, err := filepath.EvalSymlinks(os.TempDir())
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "mcphost-"+tempPrefix(name)+"-"+strconv.FormatUint(rand.Uint64(), 36)), nil
 }
 
 // hostTmpNeeded reports whether the server of sp sees its TMPDIR in the
 // host's tree, which must then hold it: unconfined, in the reduced tier
-// (no mount namespace), with / granted, or where a grant or its private
-// home shows the host's directories there. Otherwise the helper mounts a
-// tmpfs at that path in the root it builds, which the host never sees,
+// (no mount namespace), with / granted, or where a grant shows the host's
+// directories there. Otherwise the helper mounts a tmpfs at that path in
+// the root it builds (beneath a private home, on a mount point
+// prepareHome makes in the home's directory), which the host never sees,
 // and the host makes (and Close removes) nothing.
 func hostTmpNeeded(sp *spec) bool {
 	if sp.Off || sp.Reduced || sp.Tmp == "" {
@@ -506,7 +520,7 @@ func hostTmpNeeded(sp *spec) bool {
 	if err != nil || !plan.NewRoot || plan.Tmp == "" {
 		return true
 	}
-	return underAny(sp.Tmp, plan.Binds) || (plan.Home != "" && isUnder(sp.Tmp, plan.Home))
+	return underAny(sp.Tmp, plan.Binds)
 }
 
 // runUnprivileged makes the server of sp run as uid, with every
@@ -1635,14 +1649,21 @@ func prepareHome(s *spec) error {
 		if b == s.Home || !isUnder(b, s.Home) {
 			continue
 		}
-		st, err := os.Stat(b)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // the helper skips it too
+		// TMPDIR is a directory the helper mounts a tmpfs on, which need
+		// not exist on the host (hostTmpNeeded); a bind's mount point is
+		// what its source on the host is.
+		dir := true
+		if b != plan.Tmp {
+			st, err := os.Stat(b)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // the helper skips it too
+				}
+				return err
 			}
-			return err
+			dir = st.IsDir()
 		}
-		mp, err := makeMountPoint(root, "/"+strings.TrimPrefix(b, s.Home+"/"), st.IsDir())
+		mp, err := makeMountPoint(root, "/"+strings.TrimPrefix(b, s.Home+"/"), dir)
 		if err != nil {
 			return fmt.Errorf("making the mount point of %s: %w", b, err)
 		}
