@@ -60,10 +60,12 @@
 //
 // Environment. The server gets PATH, HOME, LANG, LC_ALL, TERM, TZ, USER,
 // LOGNAME and SHELL from the host's environment, the names in EnvPass, the
-// values in Env, and TMPDIR (also TMP and TEMP) set to a private directory
-// that Close removes. Nothing else: tokens in the host's environment stay
-// there. Likewise it inherits its standard input, output and error and no
-// other descriptor, even one the host leaked without close-on-exec.
+// values in Env, and TMPDIR (also TMP and TEMP) set to a private directory:
+// in a root of the server's own a tmpfs there alone, elsewhere a directory
+// Start makes on the host and Close removes. Nothing else: tokens in the
+// host's environment stay there. Likewise it inherits its standard input,
+// output and error and no other descriptor, even one the host leaked
+// without close-on-exec.
 //
 // PID namespace (lifetime). The helper is init of a new PID namespace: it
 // forwards SIGTERM and SIGINT to the server, reaps orphans, and exits with
