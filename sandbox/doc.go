@@ -91,11 +91,13 @@
 // exists for it: stat(2) finds nothing, connect(2) to a listening unix
 // socket elsewhere (an SSH agent, a Docker daemon, a service's socket in
 // /var/lib) fails with ENOENT, and /proc/self/mountinfo lists only these
-// mounts. The helper binds them from the host's tree, opened without
-// following links, then pivot_root(2)s into the new root and detaches the
-// host's tree. Every mount except the writable paths is then made
-// read-only, because Landlock does not mediate chmod, chown, utimes or
-// extended attributes (nor truncate before ABI 3). Protected paths are
+// mounts. They are bound from the host's tree, opened without following
+// links, each made private and (but the writable paths) read-only as it
+// is attached, because Landlock does not mediate chmod, chown, utimes or
+// extended attributes (nor truncate before ABI 3). A root host builds
+// that tree itself, detached, while the helper starts (Linux 6.15 or
+// later); otherwise the helper builds it. The helper then pivot_root(2)s
+// into the new root and detaches the host's tree. Protected paths are
 // bound read-only onto themselves, and the directories between them and
 // their writable root onto themselves, so that they can be neither written
 // (EROFS) nor renamed, removed or replaced (EBUSY). Granting / keeps the

@@ -78,6 +78,8 @@ type helper struct {
 	// idmapFDs are the idmapped mount trees the host sent with the spec,
 	// in the order of spec.Idmap.
 	idmapFDs []int
+	// rootFD is the new root the host built and sent (spec.Root), or -1.
+	rootFD int
 	// cgroupTasks are the tasks files of spec.Cgroups, open for writing,
 	// with spec.CgroupsSelf: the thread that starts the server joins them.
 	cgroupTasks []int
@@ -127,6 +129,10 @@ func helperMain() int {
 	if err != nil {
 		h.fail(failedStep("reading the spec", err))
 		return exitBadStart
+	}
+	h.rootFD = -1
+	if s.Root {
+		h.rootFD, fds = fds[0], fds[1:]
 	}
 	h.idmapFDs = fds
 	helperTraceWanted = s.Trace
@@ -187,8 +193,15 @@ func receiveSpec(f *os.File) (*spec, []int, error) {
 		closeFDs(fds)
 		return nil, nil, err
 	}
-	if len(fds) != len(s.Idmap) {
+	want := len(s.Idmap)
+	if s.Root {
+		want++
+	}
+	if len(fds) != want {
 		closeFDs(fds)
+		if s.Root {
+			return nil, nil, fmt.Errorf("%w: %d descriptors for the root and %d idmapped trees", errBadSpec, len(fds), len(s.Idmap))
+		}
 		return nil, nil, fmt.Errorf("%w: %d idmapped trees for %d paths", errBadSpec, len(fds), len(s.Idmap))
 	}
 	return s, fds, nil
@@ -356,7 +369,15 @@ func (h *helper) enterMounts(s *spec) (userNS bool, code int) {
 	for i, p := range s.Idmap {
 		idmapped[p] = h.idmapFDs[i]
 	}
-	if err := applyMounts(plan, idmapped); err != nil {
+	if s.Root && !plan.NewRoot {
+		h.fail(failedStep("planning mounts", errors.New("the host sent a new root for a server that has none")))
+		return userNS, exitNoConfin
+	}
+	err = applyMounts(plan, idmapped, h.rootFD)
+	if h.rootFD >= 0 {
+		unix.Close(h.rootFD) // attached, or never to be
+	}
+	if err != nil {
 		h.fail(err)
 		return userNS, exitNoConfin
 	}

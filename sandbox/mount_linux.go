@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,42 +36,75 @@ func failedStep(step string, err error) error {
 
 // applyMounts carries out plan in the helper's new mount namespace: it
 // builds the server's root (only what it may use, a fresh /proc, a private
-// /dev/shm, the device files it may open) and moves into it.
-//
-// Every mount other than the writable roots and the private /dev/shm and
-// /proc ends up read-only. Landlock already denies writing there, but it
-// does not mediate chmod, chown, utimes or extended attributes, nor
-// truncate below ABI 3: a read-only mount refuses all of them.
+// /dev/shm, the device files it may open) and moves into it. With root >=
+// 0, the host built that root already (hostRoot): it is attached, given
+// its /proc and entered. Without a new root (/ is granted), the host's
+// tree is the view, with the same flags as a new root's (root_linux.go).
 //
 // idmapped maps granted paths to the descriptors of the idmapped trees the
 // host passed for them: those are bound in place of the plain tree.
-func applyMounts(plan mountPlan, idmapped map[string]int) error {
+//
+// It marks the helper's trace once, when the root is built.
+func applyMounts(plan mountPlan, idmapped map[string]int, root int) error {
 	// Nothing done here may propagate back to the host's namespace.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return unsupportedStep("making mounts private", err)
 	}
-	if plan.NewRoot {
-		if err := enterNewRoot(plan, idmapped); err != nil {
-			return err
+	if !plan.NewRoot {
+		return applyHostTree(plan, idmapped)
+	}
+	if root >= 0 {
+		if err := withPath(rootScratch, func(fd int) error { return attach(root, fd) }); err != nil {
+			return unsupportedStep("mounting the new root", err)
 		}
 	} else {
-		for p, fd := range idmapped {
-			if err := withPath(p, func(target int) error { return attach(fd, target) }); err != nil {
-				return failedStep("binding "+p, err)
-			}
+		// The trees are opened before the new root covers rootScratch;
+		// it is attached before it is built, so that it is built in this
+		// namespace: a kernel before 6.15 mounts nothing onto a detached
+		// tree.
+		sources, err := rootSources(plan, idmapped)
+		if err != nil {
+			return err
 		}
-		if err := withPath("/proc", mountProc); err != nil {
-			return unsupportedStep("mounting a fresh /proc", err)
+		defer func() { closeSources(sources) }()
+		t, err := newTmpfs(rootOptions)
+		if err != nil {
+			return unsupportedStep("mounting the new root's tmpfs", err)
 		}
-		if err := withPath("/dev/shm", mountShm); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return unsupportedStep("mounting a private /dev/shm", err)
+		defer unix.Close(t)
+		if err := withPath(rootScratch, func(fd int) error { return attach(t, fd) }); err != nil {
+			return unsupportedStep("mounting the new root's tmpfs", err)
+		}
+		if err := buildRoot(plan, sources, t); err != nil {
+			return err
+		}
+		root = t
+	}
+	helperMark()
+	if err := enterRoot(root); err != nil {
+		return err
+	}
+	if err := maskProc(); err != nil {
+		return unsupportedStep("masking /proc", err)
+	}
+	return nil
+}
+
+// applyHostTree is applyMounts where / is granted: the host's tree is the
+// server's view, with a fresh /proc and /dev/shm, the idmapped trees bound
+// in place, everything but the writable roots read-only, and the pins and
+// protected paths bound onto themselves.
+func applyHostTree(plan mountPlan, idmapped map[string]int) error {
+	for p, fd := range idmapped {
+		if err := withPath(p, func(target int) error { return attach(fd, target) }); err != nil {
+			return failedStep("binding "+p, err)
 		}
 	}
-
-	if plan.StubResolvConf {
-		if err := bindStubResolvConf(); err != nil {
-			return failedStep("binding the stub resolv.conf", err)
-		}
+	if err := withPath("/proc", mountProc); err != nil {
+		return unsupportedStep("mounting a fresh /proc", err)
+	}
+	if err := withPath("/dev/shm", mountShm); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return unsupportedStep("mounting a private /dev/shm", err)
 	}
 	helperMark()
 	if err := maskProc(); err != nil {
@@ -82,7 +115,7 @@ func applyMounts(plan mountPlan, idmapped map[string]int) error {
 			return failedStep("binding writable "+w, err)
 		}
 	}
-	if err := readOnlyExcept(append([]string{"/proc", "/dev/shm"}, plan.Writable...), plan.Home); err != nil {
+	if err := readOnlyExcept(append([]string{"/proc", "/dev/shm"}, plan.Writable...), ""); err != nil {
 		return err
 	}
 	for _, d := range plan.Pin {
@@ -95,21 +128,18 @@ func applyMounts(plan mountPlan, idmapped map[string]int) error {
 			return failedStep("protecting "+q, err)
 		}
 	}
-	if err := unix.Chdir("/"); err != nil {
-		return failedStep("chdir /", err)
-	}
-	return nil
+	return unix.Chdir("/")
 }
 
-// bindStubResolvConf binds a file of stubResolvConf's text onto the file
-// /etc/resolv.conf leads to in the new root (which is the working
-// directory's root by now), following links within that root only. Where
-// it leads to nothing (a link into the hidden /run, as with
-// systemd-resolved), nothing is bound: a resolver without a resolv.conf
-// asks 127.0.0.1, as glibc, musl, Go and c-ares all do. The file is made in
-// the new root's own tmpfs and unlinked once bound.
-func bindStubResolvConf() error {
-	target, err := unix.Openat2(unix.AT_FDCWD, "/etc/resolv.conf", &unix.OpenHow{
+// bindStubResolvConf binds a file of stubResolvConf's text, read-only,
+// onto the file /etc/resolv.conf leads to in the new root open as root,
+// following links within that root only. Where it leads to nothing (a
+// link into the hidden /run, as with systemd-resolved), nothing is bound:
+// a resolver without a resolv.conf asks 127.0.0.1, as glibc, musl, Go
+// and c-ares all do. The file is made in the new root's own tmpfs and
+// unlinked once bound.
+func bindStubResolvConf(root int) error {
+	target, err := unix.Openat2(root, "etc/resolv.conf", &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
@@ -127,24 +157,27 @@ func bindStubResolvConf() error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("/etc/resolv.conf is not a regular file")
 	}
-	const name = "/.mcphost-resolv.conf"
-	fd, err := unix.Open(name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = unix.Write(fd, []byte(stubResolvConf))
-	unix.Close(fd)
+	// Written under ForkLock: a descriptor open for writing in the root,
+	// copied by a fork of the host meanwhile, would keep the root from
+	// being made read-only (EBUSY) until that child's exec.
+	const name = ".mcphost-resolv.conf"
+	syscall.ForkLock.RLock()
+	fd, err := unix.Openat(root, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o644)
 	if err == nil {
-		err = withPath(name, func(src int) error {
-			t, err := cloneTree(src)
-			if err != nil {
-				return err
-			}
-			defer unix.Close(t)
-			return attach(t, target)
-		})
+		_, err = unix.Write(fd, []byte(stubResolvConf))
+		unix.Close(fd)
 	}
-	if rerr := unix.Unlink(name); err == nil {
+	syscall.ForkLock.RUnlock()
+	if err == nil {
+		var t int
+		if t, err = cloneBeneath(root, name); err == nil {
+			if err = setTree(t, true); err == nil {
+				err = attach(t, target)
+			}
+			unix.Close(t)
+		}
+	}
+	if rerr := unix.Unlinkat(root, name, 0); err == nil {
 		err = rerr
 	}
 	return err
@@ -257,200 +290,10 @@ func tmpfsOptions(mode string, size int64, owner uint32) string {
 	return o
 }
 
-// rootScratch is where the new root's tmpfs is mounted while it is built,
-// in the helper's private mount namespace: a directory every system has.
+// rootScratch is where the new root is mounted while it is built and
+// entered, in the helper's private mount namespace: a directory every
+// system has.
 const rootScratch = "/tmp"
-
-// enterNewRoot builds the server's root in a fresh tmpfs, binds into it
-// every granted path from the host's tree (opened before anything is
-// covered), makes the links, empty directories, devices, /proc and
-// /dev/shm the plan and a program need, and pivots into it, detaching the
-// host's tree: the server's namespace then holds nothing else.
-func enterNewRoot(plan mountPlan, idmapped map[string]int) error {
-	type source struct {
-		path     string
-		fd       int
-		idmapped bool  // fd is a detached tree to attach as it is
-		tmpfs    int64 // > 0: no fd; a tmpfs of this size (the home)
-	}
-	var sources []source
-	defer func() {
-		for _, s := range sources {
-			unix.Close(s.fd)
-		}
-	}()
-	for _, p := range append(append([]string(nil), plan.Binds...), deviceFiles()...) {
-		if _, ok := idmapped[p]; ok {
-			continue
-		}
-		fd, err := openNoSymlinks(p)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue // a system directory or device this host lacks grants nothing
-			}
-			return failedStep("opening "+p, err)
-		}
-		sources = append(sources, source{p, fd, false, 0})
-	}
-	// The idmapped trees, after the plain binds (outer paths first): one
-	// may lie within a bound system directory.
-	var idm []string
-	for p := range idmapped {
-		idm = append(idm, p)
-	}
-	sort.Strings(idm)
-	for _, p := range idm {
-		if p == plan.HomeSource {
-			continue // bound at plan.Home, below
-		}
-		fd, err := unix.Dup(idmapped[p])
-		if err != nil {
-			return failedStep("binding "+p, err)
-		}
-		sources = append(sources, source{p, fd, true, 0})
-	}
-	if plan.Home != "" && plan.HomeSize > 0 {
-		sources = append(sources, source{path: plan.Home, fd: -1, tmpfs: plan.HomeSize})
-	} else if plan.Home != "" {
-		s, err := homeSource(plan, idmapped)
-		if err != nil {
-			return failedStep("binding the home directory "+plan.Home, err)
-		}
-		sources = append(sources, source{plan.Home, s.fd, s.idmapped, 0})
-	}
-	// Outer paths first: a bind goes on top of those it lies in (the
-	// private home holds the worktree when HOME does on the host).
-	sort.SliceStable(sources, func(i, j int) bool { return sources[i].path < sources[j].path })
-
-	if err := withPath(rootScratch, func(fd int) error {
-		return unix.Mount("tmpfs", fdPath(fd), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096")
-	}); err != nil {
-		return unsupportedStep("mounting the new root's tmpfs", err)
-	}
-	root, err := openNoSymlinks(rootScratch)
-	if err != nil {
-		return failedStep("opening the new root", err)
-	}
-	defer unix.Close(root)
-
-	for _, s := range sources {
-		if s.tmpfs > 0 {
-			// Its mount points are made in it below, by the helper,
-			// which owns it or is root.
-			mp, err := makeMountPoint(root, s.path, true)
-			if err == nil {
-				err = unix.Mount("tmpfs", fdPath(mp), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOptions("0700", s.tmpfs, plan.TmpOwner))
-				unix.Close(mp)
-			}
-			if err != nil {
-				return unsupportedStep("mounting the home directory "+s.path, err)
-			}
-			continue
-		}
-		var st unix.Stat_t
-		if err := unix.Fstat(s.fd, &st); err != nil {
-			return failedStep("fstat "+s.path, err)
-		}
-		mp, err := makeMountPoint(root, s.path, st.Mode&unix.S_IFMT == unix.S_IFDIR)
-		if err != nil {
-			return failedStep("binding "+s.path, err)
-		}
-		if s.idmapped {
-			err = attach(s.fd, mp)
-		} else {
-			var t int
-			t, err = cloneTree(s.fd)
-			if err == nil {
-				err = attach(t, mp)
-				unix.Close(t)
-			}
-		}
-		unix.Close(mp)
-		if err != nil {
-			return failedStep("binding "+s.path, err)
-		}
-	}
-	for _, d := range plan.Empty {
-		mp, err := makeMountPoint(root, d, true)
-		if err != nil {
-			return failedStep("making "+d, err)
-		}
-		unix.Close(mp)
-	}
-	links := map[string]string{
-		"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
-		"/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2",
-	}
-	for l, target := range plan.Links {
-		links[l] = target
-	}
-	for l, target := range links {
-		dir, err := makeMountPoint(root, filepath.Dir(l), true)
-		if err != nil {
-			return failedStep("making link "+l, err)
-		}
-		err = unix.Symlinkat(target, dir, filepath.Base(l))
-		unix.Close(dir)
-		if err != nil && err != unix.EEXIST {
-			return failedStep("making link "+l, err)
-		}
-	}
-	shm := func(fd int) error {
-		return unix.Mount("tmpfs", fdPath(fd), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOptions("1777", plan.TmpSize, 0))
-	}
-	mounts := []struct {
-		path  string
-		mount func(int) error
-	}{{"/proc", mountProc}, {"/dev/shm", shm}}
-	if plan.Tmp != "" {
-		mounts = append(mounts, struct {
-			path  string
-			mount func(int) error
-		}{plan.Tmp, func(fd int) error {
-			return unix.Mount("tmpfs", fdPath(fd), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOptions("0700", plan.TmpSize, plan.TmpOwner))
-		}})
-	}
-	for _, m := range mounts {
-		mp, err := makeMountPoint(root, m.path, true)
-		if err == nil {
-			err = m.mount(mp)
-			unix.Close(mp)
-		}
-		if err != nil {
-			return unsupportedStep("mounting "+m.path, err)
-		}
-	}
-
-	// pivot_root(".", ".") stacks the old root on the new one; detaching
-	// it leaves the new root alone in the namespace.
-	if err := unix.Fchdir(root); err != nil {
-		return failedStep("entering the new root", err)
-	}
-	if err := unix.PivotRoot(".", "."); err != nil {
-		return unsupportedStep("pivot_root", err)
-	}
-	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return unsupportedStep("detaching the host's tree", err)
-	}
-	return unix.Chdir("/")
-}
-
-// homeFD is the tree bound as the server's private home.
-type homeFD struct {
-	fd       int
-	idmapped bool
-}
-
-// homeSource opens the tree to bind at plan.Home: the idmapped tree the
-// host passed for plan.HomeSource (a root host's), or HomeSource itself.
-func homeSource(plan mountPlan, idmapped map[string]int) (homeFD, error) {
-	if fd, ok := idmapped[plan.HomeSource]; ok {
-		d, err := unix.Dup(fd)
-		return homeFD{d, true}, err
-	}
-	fd, err := openNoSymlinks(plan.HomeSource)
-	return homeFD{fd, false}, err
-}
 
 // withPath opens p without following symbolic links and calls f with the
 // descriptor.
@@ -523,11 +366,10 @@ func makeMountPoint(root int, p string, isDir bool) (int, error) {
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for i, name := range parts {
 		if !isDir && i == len(parts)-1 {
-			var fd int
-			fd, err = unix.Openat(dir, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o644)
-			if err == nil {
-				unix.Close(fd)
-			}
+			// Made, not opened: a descriptor open for writing, even for an
+			// instant, keeps the tree from being made read-only while a
+			// fork of the host holds a copy of it (EBUSY).
+			err = unix.Mknodat(dir, name, unix.S_IFREG|0o644, 0)
 		} else {
 			err = unix.Mkdirat(dir, name, 0o755)
 		}

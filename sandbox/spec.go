@@ -88,6 +88,10 @@ type spec struct {
 	// mount trees the host sends with the spec (SCM_RIGHTS, in this order,
 	// at most maxIdmap), instead of from its own view of the host's tree.
 	Idmap []string `json:"idmap,omitempty"`
+	// Root says the host built the server's new root (hostRoot) and sends
+	// it with the spec, as a detached mount tree, before any idmapped
+	// tree; it has those attached already, so Idmap is empty.
+	Root bool `json:"root,omitempty"`
 
 	// Cgroups are the server's cgroup directories. With CgroupsSelf
 	// (cgroup v1) the thread of the helper that starts the server joins
@@ -133,6 +137,8 @@ type spec struct {
 
 	// idmapFiles are those trees, on the host's side.
 	idmapFiles []*os.File
+	// rootFile is the new root the host built (Root), on its side.
+	rootFile *os.File
 	// proxy serves the connections to the proxy port, on the host's side.
 	proxy Proxy
 	// lease, on a root host, holds the server's uid (RunAs) until the
@@ -203,6 +209,9 @@ func (s *spec) check() error {
 	}
 	if s.Reduced && (s.Off || len(s.Hide) > 0 || len(s.Links) > 0 || len(s.Idmap) > 0 || len(s.Cgroups) > 0 || s.Tmp != "" || len(s.Protect) > 0 || len(s.UserNSLimits) > 0) {
 		return errors.New("reduced with namespaces' settings")
+	}
+	if s.Root && (s.Off || s.Reduced || len(s.Idmap) > 0) {
+		return errors.New("root with off, reduced or idmap")
 	}
 	if s.CgroupsSelf && (len(s.Cgroups) == 0 || s.Off || s.Reduced) {
 		return errors.New("cgroups_self without cgroups of a confined server")

@@ -226,7 +226,16 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	userNS := false
 	if st != nil {
 		if hostTmpNeeded(sp) {
+			// Before the root is built: its read-only trees take no new
+			// directory.
 			err = makeTmp()
+		}
+		if err == nil {
+			if err = hostRoot(sp); err != nil {
+				err = rootError(cfg.Name, err)
+			} else if sp.Root {
+				tr.mark("root")
+			}
 		}
 		if err == nil {
 			p, err = st.deliver(ctx, cfg.Name, sp)
@@ -266,6 +275,9 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	for _, f := range sp.idmapFiles {
 		f.Close()
 	}
+	if sp.rootFile != nil {
+		sp.rootFile.Close()
+	}
 	if err != nil {
 		if cg != nil {
 			cg.remove()
@@ -301,6 +313,20 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	tr.print()
 	p.trace = tr != nil
 	return p, nil
+}
+
+// rootError is Start's error for hostRoot's err.
+func rootError(name string, err error) error {
+	var se *stepError
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		// A granted path checked a moment ago is now a symbolic link:
+		// someone swapped it in.
+		return invalidConfig(name, fmt.Errorf("%w: %v: a granted path became a symbolic link while the server started", ErrLinkedPath, err))
+	case errors.As(err, &se) && !se.unsupported:
+		return fmt.Errorf("sandbox: server %q: %w", name, err)
+	}
+	return unsupported(name, err.Error()+"; or run the host as an ordinary user")
 }
 
 // Probe reports how this kernel can confine a server, as the string
@@ -1039,6 +1065,34 @@ type started struct {
 	proxyHost *os.File
 	first     chan reportResult
 	trace     *startTrace
+
+	// The helper's clone and exec run on run's thread while the host
+	// prepares (about a millisecond); await takes their outcome, once.
+	ran                 chan error
+	childEnds, hostEnds []*os.File
+	repR                *os.File
+	awaited             bool
+	runErr              error
+}
+
+// await waits for the helper's exec, as spawn began it, and returns
+// spawn's error if it failed. Its first call closes the child's ends of
+// the descriptors (and, after a failure, the host's), and starts reading
+// the helper's reports.
+func (st *started) await() error {
+	if st.awaited {
+		return st.runErr
+	}
+	st.awaited = true
+	if err := <-st.ran; err != nil {
+		closeFiles(st.childEnds)
+		closeFiles(st.hostEnds)
+		st.runErr = startError(st.p.name, st.cl.off, st.userNS, err)
+		return st.runErr
+	}
+	closeFiles(st.childEnds)
+	go st.p.readReports(st.repR, st.first)
+	return nil
 }
 
 // launch starts the helper with sp and waits for its first report. The
@@ -1052,8 +1106,10 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	return st.deliver(ctx, name, sp)
 }
 
-// spawn starts the helper as cl says, and returns once it runs (or could
-// not be started). It takes cl.lease: the helper's Process frees it once
+// spawn starts starting the helper as cl says, and returns at once: the
+// helper's clone and exec go on beside the caller, whose next call on the
+// result (deliver or abort) waits for them (await) and returns spawn's
+// error if they failed. It takes cl.lease: the helper's Process frees it once
 // the helper reports the server alone or is gone, or spawn does if the
 // helper never ran.
 func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptions) (*started, error) {
@@ -1195,23 +1251,20 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 			stderrR.Close()
 		}()
 	}
-	ran := make(chan error, 1)
-	tr.mark("pipes")
-	go p.run(newCmd, path, ran)
-	if err := <-ran; err != nil {
-		closeFiles(childEnds)
-		closeFiles(hostEnds)
-		return nil, startError(name, cl.off, userNS, err)
+	st := &started{
+		p: p, cl: cl, userNS: userNS, specW: specW, proxyHost: proxyHost, first: make(chan reportResult, 1), trace: tr,
+		ran: make(chan error, 1), childEnds: childEnds, hostEnds: hostEnds, repR: repR,
 	}
-	tr.markAt("clone-exec", p.traceExeced)
-	closeFiles(childEnds)
-	st := &started{p: p, cl: cl, userNS: userNS, specW: specW, proxyHost: proxyHost, first: make(chan reportResult, 1), trace: tr}
-	go p.readReports(repR, st.first)
+	tr.mark("pipes")
+	go p.run(newCmd, path, st.ran)
 	return st, nil
 }
 
 // abort ends a started helper that will get no spec.
 func (st *started) abort() {
+	if st.await() != nil {
+		return // nothing runs; await closed everything
+	}
 	st.p.abort()
 	if st.proxyHost != nil {
 		st.proxyHost.Close()
@@ -1223,6 +1276,9 @@ func (st *started) abort() {
 // server runs. On an error the helper is gone.
 func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process, error) {
 	p, tr := st.p, st.trace
+	if err := st.await(); err != nil {
+		return nil, err
+	}
 	if st.proxyHost != nil {
 		// Every way out of deliver is done with it: the listener it
 		// carried has been taken, or will never be.
@@ -1243,9 +1299,12 @@ func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process
 		p.abort()
 		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
 	}
-	rights := make([]int, len(sp.idmapFiles))
-	for i, f := range sp.idmapFiles {
-		rights[i] = int(f.Fd())
+	var rights []int
+	if sp.Root {
+		rights = append(rights, int(sp.rootFile.Fd()))
+	}
+	for _, f := range sp.idmapFiles {
+		rights = append(rights, int(f.Fd()))
 	}
 	// The spec with the trees, in one message; then, once run has moved
 	// the helper into the server's cgroups, the byte that tells the
@@ -1305,6 +1364,7 @@ func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process
 	<-written
 	if tr != nil {
 		tr.rejoin()
+		tr.markAt("clone-exec", p.traceExeced)
 		traceHelper(tr, res.rep.Trace)
 		tr.mark("report")
 		if p.joinDirs != nil {
