@@ -318,6 +318,9 @@ type CheckError struct {
 	Pending []Review
 }
 
+// Error says in one line what failed: each server that is not running
+// and its state, why the reviews cannot be trusted, and how many things
+// are not as reviewed.
 func (e *CheckError) Error() string {
 	var parts []string
 	for _, f := range e.Failed {
