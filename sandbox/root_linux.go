@@ -37,10 +37,9 @@ const rootOptions = "mode=0755,size=1m,nr_inodes=4096"
 
 // rootSource is one tree attached in the new root.
 type rootSource struct {
-	path     string
-	fd       int   // an O_PATH descriptor of the host's tree, or a detached tree
-	detached bool  // fd is a detached tree (an idmapped one) to attach as it is
-	tmpfs    int64 // > 0: no fd; a tmpfs of this size (the private home)
+	path  string
+	fd    int   // a detached copy of the tree (-1 for a tmpfs)
+	tmpfs int64 // > 0: no fd; a tmpfs of this size (the private home)
 }
 
 // newTmpfs returns a detached tmpfs mounted with options (tmpfsOptions'
@@ -98,60 +97,89 @@ func setTree(t int, ro bool) error {
 	return nil
 }
 
-// rootSources opens what buildRoot attaches: the plan's binds (or their
-// idmapped trees), the device files and the private home, outer paths
-// first. The caller closes their descriptors.
+// rootSources copies what buildRoot attaches: the plan's binds (or their
+// idmapped trees), the device files, the writable roots that lie in a
+// bind, and the private home, outer paths first, each a detached tree.
+// They are copied here, before anything else happens, because the helper
+// mounts the new root at rootScratch before it builds it: a tree that
+// holds rootScratch (a grant of the host's /tmp), copied later, would
+// hold the new root too. The caller closes their descriptors.
 func rootSources(plan mountPlan, idmapped map[string]int) ([]rootSource, error) {
 	var sources []rootSource
 	fail := func(err error) ([]rootSource, error) {
 		closeSources(sources)
 		return nil, err
 	}
+	// copyTree copies the host's tree at p, opened following no link;
+	// missing reports ENOENT as (-1, nil).
+	copyTree := func(p string, missing bool) (int, error) {
+		fd, err := openNoSymlinks(p)
+		if err != nil {
+			if missing && errors.Is(err, os.ErrNotExist) {
+				return -1, nil
+			}
+			return -1, failedStep("opening "+p, err)
+		}
+		defer unix.Close(fd)
+		t, err := cloneTree(fd)
+		if err != nil {
+			return -1, failedStep("binding "+p, err)
+		}
+		return t, nil
+	}
+	// dup copies a descriptor of an idmapped tree, close-on-exec: a root
+	// host runs this beside its other goroutines' forks.
+	dup := func(p string, fd int) (int, error) {
+		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return -1, failedStep("binding "+p, err)
+		}
+		return d, nil
+	}
 	for _, p := range append(append([]string(nil), plan.Binds...), deviceFiles()...) {
 		if _, ok := idmapped[p]; ok {
 			continue
 		}
-		fd, err := openNoSymlinks(p)
+		t, err := copyTree(p, true)
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue // a system directory or device this host lacks grants nothing
-			}
-			return fail(failedStep("opening "+p, err))
+			return fail(err)
 		}
-		sources = append(sources, rootSource{path: p, fd: fd})
+		if t < 0 {
+			continue // a system directory or device this host lacks grants nothing
+		}
+		sources = append(sources, rootSource{path: p, fd: t})
 	}
 	// The idmapped trees (one may lie within a bound system directory).
 	for p, fd := range idmapped {
 		if p == plan.HomeSource {
 			continue // bound at plan.Home, below
 		}
-		d, err := unix.Dup(fd)
+		d, err := dup(p, fd)
 		if err != nil {
-			return fail(failedStep("binding "+p, err))
+			return fail(err)
 		}
-		sources = append(sources, rootSource{path: p, fd: d, detached: true})
+		sources = append(sources, rootSource{path: p, fd: d})
 	}
 	switch {
 	case plan.Home != "" && plan.HomeSize > 0:
 		sources = append(sources, rootSource{path: plan.Home, fd: -1, tmpfs: plan.HomeSize})
 	case plan.Home != "":
-		s := rootSource{path: plan.Home, fd: -1}
+		var t int
 		var err error
 		if fd, ok := idmapped[plan.HomeSource]; ok {
-			s.fd, err = unix.Dup(fd)
-			s.detached = true
+			t, err = dup(plan.HomeSource, fd)
 		} else {
-			s.fd, err = openNoSymlinks(plan.HomeSource)
+			t, err = copyTree(plan.HomeSource, false)
 		}
 		if err != nil {
-			return fail(failedStep("binding the home directory "+plan.Home, err))
+			return fail(err)
 		}
-		sources = append(sources, s)
+		sources = append(sources, rootSource{path: plan.Home, fd: t})
 	}
 	// A writable root that lies in a bind is bound as a tree of its own,
-	// from the host's tree (a root host's writable roots are all
-	// idmapped, and so sources already), on top of the one it lies in,
-	// which is made read-only.
+	// from the host's tree (a root host's idmaps every granted path
+	// outside the system directories, so those are sources already), on
+	// top of the one it lies in, which is made read-only.
 	for _, w := range plan.Writable {
 		own := w == plan.Tmp // a tmpfs of its own
 		for _, s := range sources {
@@ -160,11 +188,11 @@ func rootSources(plan mountPlan, idmapped map[string]int) ([]rootSource, error) 
 		if own {
 			continue
 		}
-		fd, err := openNoSymlinks(w)
+		t, err := copyTree(w, false)
 		if err != nil {
-			return fail(failedStep("opening "+w, err))
+			return fail(err)
 		}
-		sources = append(sources, rootSource{path: w, fd: fd})
+		sources = append(sources, rootSource{path: w, fd: t})
 	}
 	// Outer paths first: a tree goes on top of those it lies in (the
 	// private home holds the worktree when HOME does on the host).
@@ -197,13 +225,6 @@ func buildRoot(plan mountPlan, sources []rootSource, root int) error {
 			continue
 		}
 		t := s.fd
-		if !s.detached {
-			if t, err = cloneTree(s.fd); err != nil {
-				return failedStep("binding "+s.path, err)
-			}
-			unix.Close(s.fd)
-			s.fd, s.detached = t, true
-		}
 		// The flags go on while the tree is detached: nothing sees it
 		// writable, and a detached tree's mounts take them as a whole.
 		if s.path == plan.Home {

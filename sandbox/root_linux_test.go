@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,17 +27,24 @@ import (
 // copies before this test.)
 func TestRootPrivate(t *testing.T) {
 	requireConfinement(t)
+	forEachBuilder(t, testRootPrivate)
+}
+
+// forEachBuilder runs f once with the server's root built by the host
+// (where it builds it: a root host, Linux 6.15 or later) and once with
+// the helper building it.
+func forEachBuilder(t *testing.T, f func(t *testing.T)) {
 	t.Run("host builds", func(t *testing.T) {
 		if !dropsRoot() || !detachedTreesWork() {
 			t.Skip("the host builds the server's root only as root, on Linux 6.15 or later")
 		}
-		testRootPrivate(t)
+		f(t)
 	})
 	t.Run("helper builds", func(t *testing.T) {
 		saved := detachedTreesWork
 		detachedTreesWork = func() bool { return false }
 		t.Cleanup(func() { detachedTreesWork = saved })
-		testRootPrivate(t)
+		f(t)
 	})
 }
 
@@ -138,6 +147,82 @@ func TestStartConcurrent(t *testing.T) {
 		close(errs)
 		for err := range errs {
 			t.Error(err)
+		}
+	}
+}
+
+// TestNonRootTmpGranted: a host that is not root (its helper builds the
+// root, in a user namespace) may grant the host's temporary directory,
+// in which the helper mounts the new root while it builds it. The trees
+// are copied before that mount covers the directory: a copy made after
+// would hold the new root itself, read-only, and Start failed making the
+// worktree's mount point in it (EROFS).
+func TestNonRootTmpGranted(t *testing.T) {
+	requireConfinement(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the host fixture as nobody")
+	}
+	hostTmp, err := filepath.EvalSymlinks(os.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hostTmp != rootScratch {
+		t.Skipf("the host's temporary directory is %s, not %s, where the helper builds the root", hostTmp, rootScratch)
+	}
+	wt := nobodyDir(t, "mcphost-nonroot-tmp-wt-")
+	home := nobodyDir(t, "mcphost-nonroot-tmp-home-")
+	mkfile(t, filepath.Join(wt, "seen"), "in the worktree")
+	os.Chown(filepath.Join(wt, "seen"), 65534, 65534)
+	ops := fmt.Sprintf(`[{"op":"read","args":[%q]},{"op":"write","args":[%q]}]`, filepath.Join(wt, "seen"), filepath.Join(wt, "made"))
+	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-home", home, "-read", hostTmp, "-ops", ops)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	cmd.Dir = wt
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if strings.Contains(stderr.String(), ErrUnsupported.Error()) && !strings.Contains(stderr.String(), "read-only file system") {
+			t.Skipf("this kernel cannot confine for an ordinary user: %s", stderr.String())
+		}
+		t.Fatalf("host fixture as nobody: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(string(out), "in the worktree") || !strings.Contains(string(out), "ready") {
+		t.Errorf("host fixture output:\n%s\nstderr: %s", out, stderr.String())
+	}
+}
+
+// TestRootSourcesCloseOnExec: the trees a root host copies for a server's
+// root are close-on-exec. The host builds roots beside its other
+// goroutines, which start processes (other servers' helpers, git): a
+// child that inherited a copy would hold part of the server's mounts for
+// as long as it lives.
+func TestRootSourcesCloseOnExec(t *testing.T) {
+	requireConfinement(t)
+	if !dropsRoot() {
+		t.Skip("idmapped trees are a root host's")
+	}
+	dir := t.TempDir()
+	f, err := idmappedTree(dir, ServerID)
+	if err != nil {
+		t.Skipf("no idmapped tree here: %v", err)
+	}
+	defer f.Close()
+	home := t.TempDir()
+	sources, err := rootSources(mountPlan{NewRoot: true, Binds: []string{"/usr"}, Home: "/home/server", HomeSource: home}, map[string]int{dir: int(f.Fd())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSources(sources)
+	if len(sources) < 3 {
+		t.Fatalf("%d sources, want /usr, the idmapped tree, the home and the devices", len(sources))
+	}
+	for _, s := range sources {
+		if s.fd < 0 {
+			continue
+		}
+		if fl, err := unix.FcntlInt(uintptr(s.fd), unix.F_GETFD, 0); err != nil || fl&unix.FD_CLOEXEC == 0 {
+			t.Errorf("%s: descriptor %d is not close-on-exec (flags %#x, %v)", s.path, s.fd, fl, err)
 		}
 	}
 }

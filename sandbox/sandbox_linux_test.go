@@ -2095,26 +2095,28 @@ func TestTempDirOnHost(t *testing.T) {
 		{"beneath a private home", Config{Home: privateHome, HostEnv: []string{"PATH=/usr/bin:/bin", "HOME=" + realHome}}, homeTmp, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if c.tmpdir != "" {
-				t.Setenv("TMPDIR", c.tmpdir)
-			}
-			cfg := c.cfg
-			cfg.Worktree = t.TempDir()
-			s := startHostile(t, cfg)
-			tmp := s.p.TempDir()
-			if env := s.must("env").Out; !slices.Contains(strings.Split(env, "\n"), "TMPDIR="+tmp) {
-				t.Errorf("the server's TMPDIR is not %s:\n%s", tmp, env)
-			}
-			if _, err := os.Stat(tmp); (err == nil) != c.onHost {
-				t.Errorf("TempDir %s on the host: %v, want it there: %v", tmp, err, c.onHost)
-			}
-			s.must("write", filepath.Join(tmp, "scratch"))
-			if err := s.p.Close(time.Second); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := os.Stat(tmp); err == nil {
-				t.Errorf("TempDir %s is still on the host after Close", tmp)
-			}
+			forEachBuilder(t, func(t *testing.T) {
+				if c.tmpdir != "" {
+					t.Setenv("TMPDIR", c.tmpdir)
+				}
+				cfg := c.cfg
+				cfg.Worktree = t.TempDir()
+				s := startHostile(t, cfg)
+				tmp := s.p.TempDir()
+				if env := s.must("env").Out; !slices.Contains(strings.Split(env, "\n"), "TMPDIR="+tmp) {
+					t.Errorf("the server's TMPDIR is not %s:\n%s", tmp, env)
+				}
+				if _, err := os.Stat(tmp); (err == nil) != c.onHost {
+					t.Errorf("TempDir %s on the host: %v, want it there: %v", tmp, err, c.onHost)
+				}
+				s.must("write", filepath.Join(tmp, "scratch"))
+				if err := s.p.Close(time.Second); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := os.Stat(tmp); err == nil {
+					t.Errorf("TempDir %s is still on the host after Close", tmp)
+				}
+			})
 		})
 	}
 }

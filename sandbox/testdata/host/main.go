@@ -46,6 +46,7 @@ func main() {
 	noUserNS := flag.Int("no-userns", 0, "forbid user namespaces, then become this user")
 	full := flag.Bool("full", false, "require full confinement")
 	protect := flag.String("protect", "", "a path to protect")
+	read := flag.String("read", "", "comma-separated paths the server may read")
 	memory := flag.Int64("memory", 0, "the server's memory limit in MiB (0: the default)")
 	fileSize := flag.Int64("file-size", 0, "the server's file size limit in MiB (0: the default)")
 	status := flag.Bool("status", false, "print the server's exit status at the end (and go on to it when a request gets no reply)")
@@ -73,9 +74,12 @@ func main() {
 		}
 		fmt.Println("probe:", conf)
 	}
-	var protects []string
+	var protects, reads []string
 	if *protect != "" {
 		protects = []string{*protect}
+	}
+	if *read != "" {
+		reads = strings.Split(*read, ",")
 	}
 
 	var reqs []json.RawMessage
@@ -112,6 +116,7 @@ func main() {
 		Off:         *off,
 		RequireFull: *full,
 		Protect:     protects,
+		Read:        reads,
 		Home:        *privateHome,
 		Stderr:      os.Stderr,
 		Proxy:       proxy,
