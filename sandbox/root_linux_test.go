@@ -86,13 +86,29 @@ func testRootPrivate(t *testing.T) {
 
 // TestStartConcurrent: servers started at once each get their whole root,
 // read-only where it should be. Each start forks the host (its helper)
-// while the others build their roots: a descriptor open for writing in a
-// root under construction, copied into such a child, would keep that
-// root from being made read-only (EBUSY), as the stub resolv.conf's once
-// did.
+// while the others build their roots, and so does a loop of /bin/true: a
+// descriptor open for writing in a root under construction, copied into
+// such a child, would keep that root from being made read-only (EBUSY),
+// as the stub resolv.conf's once did.
 func TestStartConcurrent(t *testing.T) {
 	requireConfinement(t)
 	p, _, _ := newProxy(t, nil)
+	// The host's other work forks meanwhile, as an agent's does (git,
+	// other tools), widening the window.
+	stop := make(chan struct{})
+	forked := make(chan struct{})
+	go func() {
+		defer close(forked)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				exec.Command("/bin/true").Run()
+			}
+		}
+	}()
+	defer func() { close(stop); <-forked }()
 	const n = 8
 	for round := range 3 {
 		var wg sync.WaitGroup
@@ -224,5 +240,48 @@ func TestRootSourcesCloseOnExec(t *testing.T) {
 		if fl, err := unix.FcntlInt(uintptr(s.fd), unix.F_GETFD, 0); err != nil || fl&unix.FD_CLOEXEC == 0 {
 			t.Errorf("%s: descriptor %d is not close-on-exec (flags %#x, %v)", s.path, s.fd, fl, err)
 		}
+	}
+}
+
+// TestStubResolvConfForkLock: the stub resolv.conf is written in the new
+// root under syscall.ForkLock, so that no fork of the host (os/exec holds
+// the lock across its fork) copies the descriptor open for writing, which
+// would keep the root from being made read-only (EBUSY) until that child
+// execs. TestStartConcurrent meets that race only now and then; this
+// checks the lock itself.
+func TestStubResolvConfForkLock(t *testing.T) {
+	requireConfinement(t)
+	if !dropsRoot() || !detachedTreesWork() {
+		t.Skip("builds a detached root, as a root host does on Linux 6.15 or later")
+	}
+	root, err := newTmpfs(rootOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(root)
+	for _, d := range []string{"etc"} {
+		if err := unix.Mkdirat(root, d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mknodat(root, "etc/resolv.conf", unix.S_IFREG|0o644, 0); err != nil {
+		t.Fatal(err)
+	}
+	syscall.ForkLock.Lock()
+	done := make(chan error, 1)
+	go func() { done <- bindStubResolvConf(root) }()
+	select {
+	case err := <-done:
+		syscall.ForkLock.Unlock()
+		t.Fatalf("the stub resolv.conf was made while a fork held ForkLock (%v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	syscall.ForkLock.Unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(root, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		t.Errorf("making the root read-only after: %v", err)
 	}
 }

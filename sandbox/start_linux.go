@@ -1065,34 +1065,6 @@ type started struct {
 	proxyHost *os.File
 	first     chan reportResult
 	trace     *startTrace
-
-	// The helper's clone and exec run on run's thread while the host
-	// prepares (about a millisecond); await takes their outcome, once.
-	ran                 chan error
-	childEnds, hostEnds []*os.File
-	repR                *os.File
-	awaited             bool
-	runErr              error
-}
-
-// await waits for the helper's exec, as spawn began it, and returns
-// spawn's error if it failed. Its first call closes the child's ends of
-// the descriptors (and, after a failure, the host's), and starts reading
-// the helper's reports.
-func (st *started) await() error {
-	if st.awaited {
-		return st.runErr
-	}
-	st.awaited = true
-	if err := <-st.ran; err != nil {
-		closeFiles(st.childEnds)
-		closeFiles(st.hostEnds)
-		st.runErr = startError(st.p.name, st.cl.off, st.userNS, err)
-		return st.runErr
-	}
-	closeFiles(st.childEnds)
-	go st.p.readReports(st.repR, st.first)
-	return nil
 }
 
 // launch starts the helper with sp and waits for its first report. The
@@ -1106,10 +1078,8 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	return st.deliver(ctx, name, sp)
 }
 
-// spawn starts starting the helper as cl says, and returns at once: the
-// helper's clone and exec go on beside the caller, whose next call on the
-// result (deliver or abort) waits for them (await) and returns spawn's
-// error if they failed. It takes cl.lease: the helper's Process frees it once
+// spawn starts the helper as cl says, and returns once it runs (or could
+// not be started). It takes cl.lease: the helper's Process frees it once
 // the helper reports the server alone or is gone, or spawn does if the
 // helper never ran.
 func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptions) (*started, error) {
@@ -1251,20 +1221,23 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 			stderrR.Close()
 		}()
 	}
-	st := &started{
-		p: p, cl: cl, userNS: userNS, specW: specW, proxyHost: proxyHost, first: make(chan reportResult, 1), trace: tr,
-		ran: make(chan error, 1), childEnds: childEnds, hostEnds: hostEnds, repR: repR,
-	}
+	ran := make(chan error, 1)
 	tr.mark("pipes")
-	go p.run(newCmd, path, st.ran)
+	go p.run(newCmd, path, ran)
+	if err := <-ran; err != nil {
+		closeFiles(childEnds)
+		closeFiles(hostEnds)
+		return nil, startError(name, cl.off, userNS, err)
+	}
+	tr.markAt("clone-exec", p.traceExeced)
+	closeFiles(childEnds)
+	st := &started{p: p, cl: cl, userNS: userNS, specW: specW, proxyHost: proxyHost, first: make(chan reportResult, 1), trace: tr}
+	go p.readReports(repR, st.first)
 	return st, nil
 }
 
 // abort ends a started helper that will get no spec.
 func (st *started) abort() {
-	if st.await() != nil {
-		return // nothing runs; await closed everything
-	}
 	st.p.abort()
 	if st.proxyHost != nil {
 		st.proxyHost.Close()
@@ -1276,9 +1249,6 @@ func (st *started) abort() {
 // server runs. On an error the helper is gone.
 func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process, error) {
 	p, tr := st.p, st.trace
-	if err := st.await(); err != nil {
-		return nil, err
-	}
 	if st.proxyHost != nil {
 		// Every way out of deliver is done with it: the listener it
 		// carried has been taken, or will never be.
@@ -1364,7 +1334,6 @@ func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process
 	<-written
 	if tr != nil {
 		tr.rejoin()
-		tr.markAt("clone-exec", p.traceExeced)
 		traceHelper(tr, res.rep.Trace)
 		tr.mark("report")
 		if p.joinDirs != nil {

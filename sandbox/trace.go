@@ -13,7 +13,7 @@ import (
 // stderr with the duration of each of its phases, the helper's included,
 // and each Close one line with its own; for example
 //
-//	mcphost-sandbox: start "one": total 10.34ms: lease 0.24 helper-file 0.09 pipes 0.01 clone-exec 2.04 helper-runtime 2.76 helper-spec 0.75 helper-root 1.80 helper-pivot 0.81 helper-join-wait 0.00 helper-confine-exec 1.45 report 0.37 finish 0.01 | prepare 1.21 (at 2.38) idmap 0.13 (at 3.59) cgroup 0.01 (at 3.72)
+//	mcphost-sandbox: start "one": total 5.08ms: lease 0.11 helper-file 0.12 pipes 0.01 clone-exec 0.90 helper-runtime 1.68 helper-spec 0.33 helper-root 0.06 helper-pivot 0.15 helper-join-wait 0.00 helper-confine-exec 0.85 report 0.28 finish 0.01 | prepare 0.21 (at 1.15) idmap 0.10 (at 1.46) cgroup 0.01 (at 1.57) root 0.68 (at 1.58)
 //	mcphost-sandbox: close "one": total 2.88ms: server-done 2.56 stderr-stdout 0.03 cgroup-remove 0.08 tmp-remove 0.21 | server-exit 1.63 (at 0.01) helper-reap 0.02 (at 1.65) helper-thread 0.02 (at 1.67) report-read 0.74 (at 1.69)
 //
 // (durations in milliseconds). Phases that run beside others are listed
