@@ -300,8 +300,10 @@ func (p *Process) close(grace time.Duration) error {
 	if p.noteTree != nil {
 		p.noteTree()
 	}
-	closeQuietly(p.stdin)
+	// Taken before the close: after it, a host thread preempted on a
+	// busy machine could read the clock after the server's exit.
 	stdinClosed := monoNow()
+	closeQuietly(p.stdin)
 	if grace > 0 {
 		t := time.NewTimer(grace)
 		select {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -408,10 +409,34 @@ func withBeneath(root int, p string, f func(fd int) error) error {
 	return f(fd)
 }
 
-// detachedTreesWork reports whether this kernel mounts onto a detached
-// mount tree and copies one (Linux 6.15), which hostRoot needs. It tries
-// once per process, on two tiny tmpfs mounts.
-var detachedTreesWork = sync.OnceValue(func() bool {
+// detachedTreesWork reports whether the host may build servers' roots
+// (hostRoot): whether this kernel mounts onto a detached mount tree and
+// copies one (Linux 6.15), which it tries once per process on two tiny
+// tmpfs mounts, and no build has been refused since
+// (detachedTreesRefused).
+var detachedTreesWork = func() bool { return detachedTreesProbe() && hostBuild.refused.Load() == nil }
+
+// hostBuild records the first refusal of a host's build of a root.
+var hostBuild struct{ refused atomic.Pointer[error] }
+
+// detachedTreesRefused records err, a refusal of the host's build of a
+// root that the probe did not foresee: the helpers build them from then
+// on.
+func detachedTreesRefused(err error) { hostBuild.refused.CompareAndSwap(nil, &err) }
+
+// rootRefused reports whether err, from hostRoot, is the kernel refusing
+// a step (an operation or a permission), rather than a path that is
+// missing or became a link, which the helper would meet as well.
+func rootRefused(err error) bool {
+	for _, e := range []error{unix.EPERM, unix.EACCES, unix.EINVAL, unix.ENOSYS, unix.EOPNOTSUPP, unix.EBUSY} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+var detachedTreesProbe = sync.OnceValue(func() bool {
 	a, err := newTmpfs("mode=0755,size=4096,nr_inodes=4")
 	if err != nil {
 		return false
@@ -440,8 +465,9 @@ var detachedTreesWork = sync.OnceValue(func() bool {
 // (sp.rootFile, sp.Root), for a root host's helper to attach, unless the
 // helper is to build it: where there is no new root (/ is granted), or
 // the kernel cannot (detachedTreesWork). It attaches the idmapped trees
-// of sp.Idmap in it and closes them: the spec then names none.
-func hostRoot(sp *spec) error {
+// of sp.Idmap in it and closes them: the spec then names none. After an
+// error those trees may be spent, attached in the tree it dropped.
+func hostRoot(sp *spec, refuse error) error {
 	plan, err := planMounts(sp)
 	if err != nil || !plan.NewRoot || !detachedTreesWork() {
 		return err
@@ -458,6 +484,9 @@ func hostRoot(sp *spec) error {
 	if err == nil {
 		err = buildRoot(plan, sources, root)
 		closeSources(sources)
+	}
+	if err == nil && refuse != nil {
+		err = refuse // a test's
 	}
 	if err != nil {
 		unix.Close(root)

@@ -285,3 +285,36 @@ func TestStubResolvConfForkLock(t *testing.T) {
 		t.Errorf("making the root read-only after: %v", err)
 	}
 }
+
+// TestHostRootRefused: where the kernel refuses a step of the host's
+// build that its probe did not try (a container's user namespace, a
+// security module), the server still starts, its root built by the
+// helper, with idmapped trees made anew (the host's build spent the
+// first ones), and later starts go to the helper at once.
+func TestHostRootRefused(t *testing.T) {
+	requireConfinement(t)
+	if !dropsRoot() || !detachedTreesWork() {
+		t.Skip("the host builds the server's root only as root, on Linux 6.15 or later")
+	}
+	t.Cleanup(func() { hostBuild.refused.Store(nil) })
+	wt := t.TempDir()
+	cfgFile := filepath.Join(wt, "agent.toml")
+	mkfile(t, cfgFile, "original")
+	refused := unsupportedStep("making the new root read-only", fmt.Errorf("mount_setattr: %w", unix.EPERM))
+	s := startHostileOpts(t, Config{Worktree: wt, Protect: []string{cfgFile}}, startOptions{rootRefused: refused})
+	s.check(t, []op{
+		{name: "write the worktree", op: "write", args: []string{filepath.Join(wt, "made")}, ok: true},
+		{name: "write the protected file", op: "write", args: []string{cfgFile}, errnos: []string{"EROFS"}},
+		{name: "write /usr", op: "mkdir", args: []string{"/usr/made"}, errnos: []string{"EROFS"}},
+	})
+	if detachedTreesWork() {
+		t.Error("the host would still build roots after a refusal")
+	}
+	st, err := os.Stat(filepath.Join(wt, "made"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 0 {
+		t.Errorf("the server's file is owned by %d, want 0, the worktree's owner (through the idmapped tree made anew)", sys.Uid)
+	}
+}

@@ -46,6 +46,10 @@ type startOptions struct {
 	// trace, when set, collects the phases of this start
 	// (MCPHOST_START_TRACE).
 	trace *startTrace
+	// rootRefused, when set, is the error the host's building of the
+	// root meets once it is done (hostRoot), as if the kernel had refused
+	// its last step.
+	rootRefused error
 }
 
 // Start starts the server cfg describes, confined unless cfg.Off, and
@@ -231,7 +235,21 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			err = makeTmp()
 		}
 		if err == nil {
-			if err = hostRoot(sp); err != nil {
+			err = hostRoot(sp, opts.rootRefused)
+			if err != nil && rootRefused(err) {
+				// A step the probe did not try was refused (a container's
+				// user namespace, a security module): from now on the
+				// helper builds the root, with idmapped trees made anew
+				// (the host's build took these).
+				detachedTreesRefused(err)
+				tr.note("the helper builds the root from now on: the host's build was refused: " + err.Error())
+				for _, f := range sp.idmapFiles {
+					f.Close()
+				}
+				sp.Idmap, sp.idmapFiles = nil, nil
+				err = runUnprivileged(sp, lease.uid)
+			}
+			if err != nil {
 				err = rootError(cfg.Name, err)
 			} else if sp.Root {
 				tr.mark("root")
