@@ -67,7 +67,7 @@ func applyMounts(plan mountPlan, idmapped map[string]int, root int) error {
 			return err
 		}
 		defer func() { closeSources(sources) }()
-		t, err := newTmpfs(rootOptions)
+		t, err := newTmpfs(rootOptions, 0)
 		if err != nil {
 			return unsupportedStep("mounting the new root's tmpfs", err)
 		}
@@ -209,25 +209,12 @@ var procMasked = []string{
 // The server can neither read what they cover nor unmount them (it has no
 // capability).
 func maskProc() error {
-	ctx, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("fsopen(tmpfs): %w", err)
-	}
-	defer unix.Close(ctx)
 	// Three inodes: the root, the empty directory and the empty file. The
 	// root is writable by its owner, the helper, which in a user namespace
 	// has no CAP_DAC_OVERRIDE; the mount is read-only before it is used.
-	for _, kv := range [][2]string{{"mode", "0755"}, {"size", "4096"}, {"nr_inodes", "3"}} {
-		if err := unix.FsconfigSetString(ctx, kv[0], kv[1]); err != nil {
-			return fmt.Errorf("fsconfig(%s): %w", kv[0], err)
-		}
-	}
-	if err := unix.FsconfigCreate(ctx); err != nil {
-		return fmt.Errorf("fsconfig(create): %w", err)
-	}
-	mnt, err := unix.Fsmount(ctx, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	mnt, err := newTmpfs("mode=0755,size=4096,nr_inodes=3", unix.MOUNT_ATTR_NOEXEC)
 	if err != nil {
-		return fmt.Errorf("fsmount: %w", err)
+		return err
 	}
 	defer unix.Close(mnt)
 	if err := unix.Mkdirat(mnt, "dir", 0o555); err != nil {

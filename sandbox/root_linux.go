@@ -44,8 +44,8 @@ type rootSource struct {
 }
 
 // newTmpfs returns a detached tmpfs mounted with options (tmpfsOptions'
-// form), nosuid and nodev.
-func newTmpfs(options string) (int, error) {
+// form), nosuid, nodev and the MOUNT_ATTR_ flags of attr.
+func newTmpfs(options string, attr int) (int, error) {
 	ctx, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		return -1, fmt.Errorf("fsopen(tmpfs): %w", err)
@@ -60,7 +60,7 @@ func newTmpfs(options string) (int, error) {
 	if err := unix.FsconfigCreate(ctx); err != nil {
 		return -1, fmt.Errorf("fsconfig(create): %w", err)
 	}
-	mnt, err := unix.Fsmount(ctx, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	mnt, err := unix.Fsmount(ctx, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|attr)
 	if err != nil {
 		return -1, fmt.Errorf("fsmount: %w", err)
 	}
@@ -365,7 +365,7 @@ func bindOntoBeneath(root int, p string, ro bool) error {
 // mountTmpfs mounts a new tmpfs with options at p beneath root, making
 // the mount point.
 func mountTmpfs(root int, p, options string) error {
-	t, err := newTmpfs(options)
+	t, err := newTmpfs(options, 0)
 	if err != nil {
 		return err
 	}
@@ -437,7 +437,7 @@ func rootRefused(err error) bool {
 }
 
 var detachedTreesProbe = sync.OnceValue(func() bool {
-	a, err := newTmpfs("mode=0755,size=4096,nr_inodes=4")
+	a, err := newTmpfs("mode=0755,size=4096,nr_inodes=4", 0)
 	if err != nil {
 		return false
 	}
@@ -445,7 +445,7 @@ var detachedTreesProbe = sync.OnceValue(func() bool {
 	if unix.Mkdirat(a, "d", 0o755) != nil {
 		return false
 	}
-	b, err := newTmpfs("mode=0755,size=4096,nr_inodes=4")
+	b, err := newTmpfs("mode=0755,size=4096,nr_inodes=4", 0)
 	if err != nil {
 		return false
 	}
@@ -472,7 +472,7 @@ func hostRoot(sp *spec, refuse error) error {
 	if err != nil || !plan.NewRoot || !detachedTreesWork() {
 		return err
 	}
-	root, err := newTmpfs(rootOptions)
+	root, err := newTmpfs(rootOptions, 0)
 	if err != nil {
 		return unsupportedStep("mounting the new root's tmpfs", err)
 	}

@@ -254,7 +254,7 @@ func TestStubResolvConfForkLock(t *testing.T) {
 	if !dropsRoot() || !detachedTreesWork() {
 		t.Skip("builds a detached root, as a root host does on Linux 6.15 or later")
 	}
-	root, err := newTmpfs(rootOptions)
+	root, err := newTmpfs(rootOptions, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
