@@ -115,7 +115,7 @@ func applyHostTree(plan mountPlan, idmapped map[string]int) error {
 			return failedStep("binding writable "+w, err)
 		}
 	}
-	if err := readOnlyExcept(append([]string{"/proc", "/dev/shm"}, plan.Writable...), ""); err != nil {
+	if err := readOnlyExcept(append([]string{"/proc", "/dev/shm"}, plan.Writable...)); err != nil {
 		return err
 	}
 	for _, d := range plan.Pin {
@@ -379,9 +379,10 @@ func makeMountPoint(root int, p string, isDir bool) (int, error) {
 
 // readOnlyExcept makes every mount of the namespace read-only except those
 // at or beneath the writable roots, whose flags stay as the host has them
-// (a read-only filesystem inside the worktree stays read-only), and the
-// private home itself (not what is mounted beneath it), if home is not "".
-func readOnlyExcept(writable []string, home string) error {
+// (a read-only filesystem inside the worktree stays read-only). Only the
+// host's tree as the view (/ granted) needs it: a new root's trees are
+// made read-only as they are attached (buildRoot).
+func readOnlyExcept(writable []string) error {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return unsupportedStep("reading mountinfo", err)
@@ -393,7 +394,7 @@ func readOnlyExcept(writable []string, home string) error {
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	for _, mp := range mps {
-		if underAny(mp, writable) || (home != "" && mp == home) {
+		if underAny(mp, writable) {
 			continue
 		}
 		// mount_setattr acts on the topmost mount at mp. A mount point
