@@ -318,3 +318,53 @@ func TestHostRootRefused(t *testing.T) {
 		t.Errorf("the server's file is owned by %d, want 0, the worktree's owner (through the idmapped tree made anew)", sys.Uid)
 	}
 }
+
+// TestNonRootRootGranted: a host that is not root may grant / itself:
+// the host's tree is then the server's view (applyHostTree), read-only
+// but for the writable roots, with a fresh /proc, masked.
+func TestNonRootRootGranted(t *testing.T) {
+	requireConfinement(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the host fixture as nobody")
+	}
+	wt := nobodyDir(t, "mcphost-nonroot-slash-wt-")
+	home := nobodyDir(t, "mcphost-nonroot-slash-home-")
+	ops := fmt.Sprintf(`[{"op":"write","args":[%q]},{"op":"write","args":["/etc/mcphost-planted"]},{"op":"read","args":["/proc/keys"]},{"op":"readdir","args":["/usr"]}]`, filepath.Join(wt, "made"))
+	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-home", home, "-read", "/", "-ops", ops)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	cmd.Dir = wt
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if strings.Contains(stderr.String(), ErrUnsupported.Error()) {
+			t.Skipf("this kernel cannot confine for an ordinary user: %s", stderr.String())
+		}
+		t.Fatalf("host fixture as nobody: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	t.Log(string(out))
+	var replies []reply
+	for _, l := range lines {
+		var r reply
+		if json.Unmarshal([]byte(l), &r) == nil && (r.OK || r.Err != "" || r.Errno != "") {
+			replies = append(replies, r)
+		}
+	}
+	if len(replies) != 4 {
+		t.Fatalf("%d replies, want 4:\n%s", len(replies), out)
+	}
+	if !replies[0].OK {
+		t.Errorf("writing the worktree: %+v", replies[0])
+	}
+	if replies[1].Errno != "EROFS" {
+		t.Errorf("writing /etc: %+v, want EROFS", replies[1])
+	}
+	if !replies[2].OK || replies[2].Out != "" {
+		t.Errorf("reading /proc/keys: %+v, want it empty", replies[2])
+	}
+	if !replies[3].OK {
+		t.Errorf("listing /usr: %+v", replies[3])
+	}
+}
