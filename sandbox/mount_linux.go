@@ -96,6 +96,11 @@ func applyMounts(plan mountPlan, idmapped map[string]int, root int) error {
 // protected paths bound onto themselves.
 func applyHostTree(plan mountPlan, idmapped map[string]int) error {
 	for p, fd := range idmapped {
+		// Private, as buildRoot makes every tree: the host copied it
+		// from a mount that may be shared with its own.
+		if err := setTree(fd, false); err != nil {
+			return unsupportedStep("binding "+p, err)
+		}
 		if err := withPath(p, func(target int) error { return attach(fd, target) }); err != nil {
 			return failedStep("binding "+p, err)
 		}
@@ -330,9 +335,8 @@ func bindReadOnlyOnto(fd int) error {
 		return err
 	}
 	defer unix.Close(t)
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-	if err := unix.MountSetattr(t, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		return fmt.Errorf("mount_setattr(read-only): %w", err)
+	if err := setTree(t, true); err != nil {
+		return err
 	}
 	return attach(t, fd)
 }

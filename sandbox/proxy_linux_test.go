@@ -8,10 +8,8 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -311,22 +309,9 @@ func TestNonRootProxy(t *testing.T) {
 		{"op":"tcp","args":["127.0.0.1:%[2]s"]},
 		{"op":"get","args":["http://localhost:%[1]s/"]},
 		{"op":"lookup","args":["evil.test"]}]`, gport, oport)
-	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-proxy", "localhost:"+gport, "-ops", ops)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	cmd.Env = []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin"}
-	cmd.Dir = wt
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		if strings.Contains(stderr.String(), ErrUnsupported.Error()) {
-			t.Skipf("this kernel cannot confine for an ordinary user: %s", stderr.String())
-		}
-		t.Fatalf("host fixture as nobody: %v\n%s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	lines, stderr := hostAsNobody(t, wt, "/nonexistent", "-worktree", wt, "-proxy", "localhost:"+gport, "-ops", ops)
 	if len(lines) != 8 || lines[7] != "ready" {
-		t.Fatalf("host fixture output:\n%s\nstderr: %s", out, stderr.String())
+		t.Fatalf("host fixture output:\n%s\nstderr: %s", strings.Join(lines, "\n"), stderr)
 	}
 	if !strings.Contains(lines[0], "+userns+") || !strings.Contains(lines[0], "+proxy") {
 		t.Errorf("%s: want a user namespace and the proxy", lines[0])

@@ -216,9 +216,7 @@ func closeSources(sources []rootSource) {
 // helper. It attaches the idmapped trees among sources (and so consumes
 // them); the caller closes sources' descriptors.
 func buildRoot(plan mountPlan, sources []rootSource, root int) error {
-	var err error
-	for i := range sources {
-		s := &sources[i]
+	for _, s := range sources {
 		if s.tmpfs > 0 {
 			if err := mountTmpfs(root, s.path, tmpfsOptions("0700", s.tmpfs, plan.TmpOwner)); err != nil {
 				return unsupportedStep("mounting the home directory "+s.path, err)
@@ -228,6 +226,7 @@ func buildRoot(plan mountPlan, sources []rootSource, root int) error {
 		t := s.fd
 		// The flags go on while the tree is detached: nothing sees it
 		// writable, and a detached tree's mounts take them as a whole.
+		var err error
 		if s.path == plan.Home {
 			// The home's own mount stays writable; what is mounted in it
 			// on the host does not (a read grant such as ~/.gitconfig).
@@ -292,12 +291,12 @@ func buildRoot(plan mountPlan, sources []rootSource, root int) error {
 		}
 	}
 	for _, d := range plan.Pin {
-		if err := bindOntoBeneath(root, d, false); err != nil {
+		if err := withBeneath(root, d, bindOnto); err != nil {
 			return failedStep("pinning "+d, err)
 		}
 	}
 	for _, q := range plan.Protect {
-		if err := bindOntoBeneath(root, q, true); err != nil {
+		if err := withBeneath(root, q, bindReadOnlyOnto); err != nil {
 			return failedStep("protecting "+q, err)
 		}
 	}
@@ -339,27 +338,6 @@ func cloneBeneath(dir int, rel string) (int, error) {
 	}
 	defer unix.Close(fd)
 	return cloneTree(fd)
-}
-
-// bindOntoBeneath binds p (beneath root) onto itself, read-only with ro,
-// making it a mount point of its own.
-func bindOntoBeneath(root int, p string, ro bool) error {
-	fd, err := openBeneath(root, p)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	t, err := cloneTree(fd)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(t)
-	if ro {
-		if err := setTree(t, true); err != nil {
-			return err
-		}
-	}
-	return attach(t, fd)
 }
 
 // mountTmpfs mounts a new tmpfs with options at p beneath root, making

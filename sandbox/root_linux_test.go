@@ -190,21 +190,13 @@ func TestNonRootTmpGranted(t *testing.T) {
 	mkfile(t, filepath.Join(wt, "seen"), "in the worktree")
 	os.Chown(filepath.Join(wt, "seen"), 65534, 65534)
 	ops := fmt.Sprintf(`[{"op":"read","args":[%q]},{"op":"write","args":[%q]}]`, filepath.Join(wt, "seen"), filepath.Join(wt, "made"))
-	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-home", home, "-read", hostTmp, "-ops", ops)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
-	cmd.Dir = wt
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		if strings.Contains(stderr.String(), ErrUnsupported.Error()) && !strings.Contains(stderr.String(), "read-only file system") {
-			t.Skipf("this kernel cannot confine for an ordinary user: %s", stderr.String())
-		}
-		t.Fatalf("host fixture as nobody: %v\n%s", err, stderr.String())
+	lines, stderr := hostAsNobody(t, wt, home, "-worktree", wt, "-home", home, "-read", hostTmp, "-ops", ops)
+	r := fixtureReplies(t, lines, stderr, 2)
+	if !r[0].OK || r[0].Out != "in the worktree" {
+		t.Errorf("reading the worktree: %+v", r[0])
 	}
-	if !strings.Contains(string(out), "in the worktree") || !strings.Contains(string(out), "ready") {
-		t.Errorf("host fixture output:\n%s\nstderr: %s", out, stderr.String())
+	if !r[1].OK {
+		t.Errorf("writing the worktree: %+v", r[1])
 	}
 }
 
@@ -330,31 +322,8 @@ func TestNonRootRootGranted(t *testing.T) {
 	wt := nobodyDir(t, "mcphost-nonroot-slash-wt-")
 	home := nobodyDir(t, "mcphost-nonroot-slash-home-")
 	ops := fmt.Sprintf(`[{"op":"write","args":[%q]},{"op":"write","args":["/etc/mcphost-planted"]},{"op":"read","args":["/proc/keys"]},{"op":"readdir","args":["/usr"]}]`, filepath.Join(wt, "made"))
-	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-home", home, "-read", "/", "-ops", ops)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
-	cmd.Dir = wt
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		if strings.Contains(stderr.String(), ErrUnsupported.Error()) {
-			t.Skipf("this kernel cannot confine for an ordinary user: %s", stderr.String())
-		}
-		t.Fatalf("host fixture as nobody: %v\n%s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	t.Log(string(out))
-	var replies []reply
-	for _, l := range lines {
-		var r reply
-		if json.Unmarshal([]byte(l), &r) == nil && (r.OK || r.Err != "" || r.Errno != "") {
-			replies = append(replies, r)
-		}
-	}
-	if len(replies) != 4 {
-		t.Fatalf("%d replies, want 4:\n%s", len(replies), out)
-	}
+	lines, stderr := hostAsNobody(t, wt, home, "-worktree", wt, "-home", home, "-read", "/", "-ops", ops)
+	replies := fixtureReplies(t, lines, stderr, 4)
 	if !replies[0].OK {
 		t.Errorf("writing the worktree: %+v", replies[0])
 	}
@@ -367,4 +336,21 @@ func TestNonRootRootGranted(t *testing.T) {
 	if !replies[3].OK {
 		t.Errorf("listing /usr: %+v", replies[3])
 	}
+}
+
+// fixtureReplies returns the host fixture's replies among its output's
+// lines, failing the test unless there are n, followed by "ready".
+func fixtureReplies(t *testing.T, lines []string, stderr string, n int) []reply {
+	t.Helper()
+	var replies []reply
+	for _, l := range lines {
+		var r reply
+		if strings.HasPrefix(l, "{") && json.Unmarshal([]byte(l), &r) == nil {
+			replies = append(replies, r)
+		}
+	}
+	if len(replies) != n || lines[len(lines)-1] != "ready" {
+		t.Fatalf("want %d replies, then ready; host fixture output:\n%s\nstderr: %s", n, strings.Join(lines, "\n"), stderr)
+	}
+	return replies
 }

@@ -1307,6 +1307,29 @@ func nobodyDir(t *testing.T, pattern string) string {
 	return d
 }
 
+// hostAsNobody runs the host fixture as nobody in dir, with HOME=home in
+// its environment, starting the hostile fixture with the further flags
+// args, and returns its output's lines and its stderr. It skips the test
+// where this kernel cannot confine for an ordinary user, and fails it if
+// the fixture fails otherwise.
+func hostAsNobody(t *testing.T, dir, home string, args ...string) (lines []string, stderr string) {
+	t.Helper()
+	cmd := exec.Command(hostPath(), append([]string{"-hostile", hostilePath()}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	cmd.Dir = dir
+	var errBuf lockedBuffer
+	cmd.Stderr = &errBuf
+	out, err := cmd.Output()
+	if err != nil {
+		if strings.Contains(errBuf.String(), ErrUnsupported.Error()) {
+			t.Skipf("this kernel cannot confine for an ordinary user: %s", errBuf.String())
+		}
+		t.Fatalf("host fixture as nobody: %v\n%s", err, errBuf.String())
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n"), errBuf.String()
+}
+
 // TestNonRoot: as an ordinary user (nobody), the server is confined
 // through a user namespace, and writes its private home.
 func TestNonRoot(t *testing.T) {
@@ -1344,22 +1367,9 @@ func TestNonRoot(t *testing.T) {
 	// A key of the user's: unmasked, /proc/keys would name it.
 	keyDesc := fmt.Sprintf("mcphost-test-key-%d-%d", os.Getpid(), time.Now().UnixNano())
 	keyVisible := addKeyAs(t, nobody, keyDesc)
-	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", wt, "-home", home, "-private-home", privateHome, "-memory", "96", "-file-size", "2", "-ops", ops)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
-	cmd.Dir = wt
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		if strings.Contains(stderr.String(), ErrUnsupported.Error()) {
-			t.Skipf("this kernel cannot confine for an ordinary user: %s", stderr.String())
-		}
-		t.Fatalf("host fixture as nobody: %v\n%s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	lines, stderr := hostAsNobody(t, wt, home, "-worktree", wt, "-home", home, "-private-home", privateHome, "-memory", "96", "-file-size", "2", "-ops", ops)
 	if len(lines) != 16 || lines[15] != "ready" {
-		t.Fatalf("host fixture output:\n%s\nstderr: %s", out, stderr.String())
+		t.Fatalf("host fixture output:\n%s\nstderr: %s", strings.Join(lines, "\n"), stderr)
 	}
 	if !strings.Contains(lines[0], "+userns+") {
 		t.Errorf("%s: want a user namespace", lines[0])

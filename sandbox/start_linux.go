@@ -210,15 +210,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			sp.lease = lease
 			if err := runUnprivileged(sp, lease.uid); err != nil {
 				cleanup()
-				if errors.Is(err, errTooManyIdmaps) {
-					return nil, invalidConfig(cfg.Name, err)
-				}
-				if errors.Is(err, unix.ELOOP) {
-					// A granted path checked a moment ago is now a
-					// symbolic link: someone swapped it in.
-					return nil, invalidConfig(cfg.Name, fmt.Errorf("%w: %v: a granted path became a symbolic link while the server started", ErrLinkedPath, err))
-				}
-				return nil, unsupported(cfg.Name, err.Error()+"; or run the host as an ordinary user")
+				return nil, rootHostError(cfg.Name, err)
 			}
 			tr.mark("idmap")
 		}
@@ -250,7 +242,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 				err = runUnprivileged(sp, lease.uid)
 			}
 			if err != nil {
-				err = rootError(cfg.Name, err)
+				err = rootHostError(cfg.Name, err)
 			} else if sp.Root {
 				tr.mark("root")
 			}
@@ -333,10 +325,14 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	return p, nil
 }
 
-// rootError is Start's error for hostRoot's err.
-func rootError(name string, err error) error {
+// rootHostError is Start's error for err from what a root host prepares
+// itself: the idmapped trees (runUnprivileged) and the server's root
+// (hostRoot).
+func rootHostError(name string, err error) error {
 	var se *stepError
 	switch {
+	case errors.Is(err, errTooManyIdmaps):
+		return invalidConfig(name, err)
 	case errors.Is(err, unix.ELOOP):
 		// A granted path checked a moment ago is now a symbolic link:
 		// someone swapped it in.
