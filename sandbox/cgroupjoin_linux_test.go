@@ -99,6 +99,10 @@ func TestStartTrace(t *testing.T) {
 	phases := append([]string{"prepare ", "clone-exec ", "report "}, helperPhases...)
 	if dropsRoot() && detachedTreesWork() {
 		phases = append(phases, "root ") // built by the host (hostRoot)
+		if prestartWanted() {
+			// The helper's entry started the server from the host's plan.
+			phases = append([]string{"prepare ", "clone-exec ", "report ", "root ", "plan "}, prestartPhases...)
+		}
 	}
 	for _, phase := range phases {
 		if !strings.Contains(lines[0], " "+phase) {

@@ -52,6 +52,11 @@
 // to all threads of a Go program at once here: the helper confines one
 // locked thread and starts the server from it, which inherits everything.
 //
+// On a root host (amd64, Linux 6.15 or later) the host prepares all of
+// that as a plan, and the embedded helper's entry point starts the server
+// from it before the helper's Go runtime starts (the prestart,
+// prestart_linux.go): the runtime's start then runs beside the server's.
+//
 // # The model
 //
 // Each layer covers what the others cannot; every one of them is applied,

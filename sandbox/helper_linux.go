@@ -50,7 +50,7 @@ const maxIdmap = 253
 // into its memory file in the background (helperPath), so that the first
 // Start does not wait for that (about 2.5 ms for 2.75 MB).
 func init() {
-	if len(os.Args) == 1 {
+	if len(os.Args) == 1 || len(os.Args) == 2 && os.Args[1] == helperPlanArg {
 		switch os.Args[0] {
 		case helperArg0:
 			helperMark()
@@ -83,6 +83,8 @@ type helper struct {
 	// cgroupTasks are the tasks files of spec.Cgroups, open for writing,
 	// with spec.CgroupsSelf: the thread that starts the server joins them.
 	cgroupTasks []int
+	// startedSent says the Started report is out: the prestart sent it.
+	startedSent bool
 	// confinedTID is the thread that confined itself and started the
 	// server, which ends after the fork. Until it has, it may be in the
 	// server's cgroups and run as the server's uid (spec.RunAs): an
@@ -102,6 +104,11 @@ func (h *helper) fail(err error) {
 }
 
 func helperMain() int {
+	if prestarted.Tried {
+		// The entry received a plan on the spec socket: it was started
+		// by Start, with the socket and pipe it checked for.
+		return (&helper{rep: os.NewFile(helperReportFD, "report")}).runPrestarted(os.NewFile(helperSpecFD, "spec"))
+	}
 	// Start passes a socket and a pipe, inherited. Descriptors the runtime
 	// opened for itself (an epoll instance, say) are not inherited.
 	for _, d := range []struct {
@@ -326,6 +333,29 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 	}
 	helperMark()
 	return h.confineAndSupervise(s, abi, userNS, lifeline, true)
+}
+
+// runPrestarted is the helper's life after its entry ran the host's plan
+// (prestart_linux.go): it reports the entry's failure, or supervises the
+// server the entry started and reported. The socket is the lifeline from
+// the plan (and the cgroup byte) on: no spec follows.
+func (h *helper) runPrestarted(lifeline *os.File) int {
+	r := &prestarted
+	switch r.Step {
+	case psNone:
+	case psReport:
+		// The server runs, but the host cannot be told: it is gone.
+		killNamespace()
+		return exitNoExec
+	default:
+		err := r.err(prestartPath())
+		h.fail(err)
+		return exitCodeOf(err)
+	}
+	helperTraceWanted = r.Trace
+	h.startedSent = true
+	go serveUmask(r.Listener)
+	return h.supervise(r.Pid, "", lifeline, true)
 }
 
 // cgroupJoined is the byte the host writes on the spec socket, after the
@@ -598,14 +628,7 @@ func confineAndStart(s *spec, rules []llRule, abi int) (pid, listener int, err e
 	unix.Umask(unix.Umask(0) | umaskRule)
 	// The reduced tier has no mount namespace to keep unix sockets out of
 	// reach; below ABI 9 Landlock does not either.
-	listener, err = installSeccomp(filterOptions{
-		net:            s.access(),
-		udp:            s.Direct != nil,
-		pathUnix:       !s.Reduced || abi >= 9,
-		ownProcessOnly: s.Reduced,
-		noFSNotify:     s.Reduced,
-		ownNetNS:       !s.Reduced,
-	})
+	listener, err = installSeccomp(serverFilter(s, abi))
 	if err != nil {
 		return 0, -1, unsupportedStep("seccomp", err)
 	}
@@ -614,35 +637,10 @@ func confineAndStart(s *spec, rules []llRule, abi int) (pid, listener int, err e
 	}
 	// Limits are a process's, not a thread's: set here, just before the
 	// server is forked, they bind the helper too, which forks nothing else.
-	// The kernel budgets and the file size only lower what the helper has
-	// (lower: true): a host whose hard limit is below them keeps its own,
-	// which the helper could not raise.
-	for _, l := range []struct {
-		resource int
-		name     string
-		value    int64
-		lower    bool
-	}{
-		{unix.RLIMIT_NPROC, "RLIMIT_NPROC", int64(s.NProc), false}, {unix.RLIMIT_DATA, "RLIMIT_DATA", s.Data, false},
-		{unix.RLIMIT_FSIZE, "RLIMIT_FSIZE", s.FileSize, true},
-		{unix.RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING", s.SigPending, true}, {unix.RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE", s.MsgQueue, true},
-		{unix.RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK", s.MemLock, true}, {unix.RLIMIT_NOFILE, "RLIMIT_NOFILE", s.NoFile, true},
-	} {
-		if l.value <= 0 {
-			continue
-		}
-		lim := unix.Rlimit{Cur: uint64(l.value), Max: uint64(l.value)}
-		if l.lower {
-			var cur unix.Rlimit
-			if err := unix.Prlimit(0, l.resource, nil, &cur); err != nil {
-				unix.Close(listener)
-				return 0, -1, unsupportedStep("reading "+l.name, err)
-			}
-			lim.Cur, lim.Max = min(cur.Cur, lim.Cur), min(cur.Max, lim.Max)
-		}
-		if err := unix.Prlimit(0, l.resource, &lim, nil); err != nil {
+	for _, l := range serverLimits(s) {
+		if err := l.set(); err != nil {
 			unix.Close(listener)
-			return 0, -1, unsupportedStep("setting "+l.name, err)
+			return 0, -1, err
 		}
 	}
 	pid, err = startServer(s)
@@ -651,6 +649,74 @@ func confineAndStart(s *spec, rules []llRule, abi int) (pid, listener int, err e
 		return 0, -1, err
 	}
 	return pid, listener, nil
+}
+
+// serverFilter is the seccomp filter of s's server.
+func serverFilter(s *spec, abi int) filterOptions {
+	// The reduced tier has no mount namespace to keep unix sockets out of
+	// reach; below ABI 9 Landlock does not either.
+	return filterOptions{
+		net:            s.access(),
+		udp:            s.Direct != nil,
+		pathUnix:       !s.Reduced || abi >= 9,
+		ownProcessOnly: s.Reduced,
+		noFSNotify:     s.Reduced,
+		ownNetNS:       !s.Reduced,
+	}
+}
+
+// serverLimit is one resource limit of the server.
+type serverLimit struct {
+	resource int
+	name     string
+	value    int64
+	// lower says the limit only lowers what the process has: a host
+	// whose hard limit is below it keeps its own, which could not be
+	// raised.
+	lower bool
+}
+
+// serverLimits are the rlimits of s's server, those s sets (value > 0).
+// The kernel budgets and the file size only lower what the process has.
+func serverLimits(s *spec) []serverLimit {
+	var out []serverLimit
+	for _, l := range []serverLimit{
+		{unix.RLIMIT_NPROC, "RLIMIT_NPROC", int64(s.NProc), false}, {unix.RLIMIT_DATA, "RLIMIT_DATA", s.Data, false},
+		{unix.RLIMIT_FSIZE, "RLIMIT_FSIZE", s.FileSize, true},
+		{unix.RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING", s.SigPending, true}, {unix.RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE", s.MsgQueue, true},
+		{unix.RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK", s.MemLock, true}, {unix.RLIMIT_NOFILE, "RLIMIT_NOFILE", s.NoFile, true},
+	} {
+		if l.value > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// get returns the limit l sets on the calling process: its value, or
+// for a lower limit, the lesser of it and what the process has.
+func (l serverLimit) get() (unix.Rlimit, error) {
+	lim := unix.Rlimit{Cur: uint64(l.value), Max: uint64(l.value)}
+	if l.lower {
+		var cur unix.Rlimit
+		if err := unix.Prlimit(0, l.resource, nil, &cur); err != nil {
+			return lim, unsupportedStep("reading "+l.name, err)
+		}
+		lim.Cur, lim.Max = min(cur.Cur, lim.Cur), min(cur.Max, lim.Max)
+	}
+	return lim, nil
+}
+
+// set sets l on the calling process.
+func (l serverLimit) set() error {
+	lim, err := l.get()
+	if err != nil {
+		return err
+	}
+	if err := unix.Prlimit(0, l.resource, &lim, nil); err != nil {
+		return unsupportedStep("setting "+l.name, err)
+	}
+	return nil
 }
 
 // startServer forks and execs the server from the calling thread, with the
@@ -707,7 +773,9 @@ func (h *helper) supervise(server int, conf string, lifeline *os.File, confined 
 		h.fail(failedStep("pidfd_open", err))
 		return exitNoConfin
 	}
-	h.send(report{Started: true, Confinement: conf, Trace: startedTrace()})
+	if !h.startedSent {
+		h.send(report{Started: true, Confinement: conf, Trace: startedTrace()})
+	}
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)

@@ -31,8 +31,14 @@ const helperToolchain = "helperbin/toolchain"
 // embedded copy of itself (the mcphost_helper tag).
 func buildHelper(t *testing.T, goarch, out string) {
 	t.Helper()
+	ldflags := "-s -w -buildid="
+	if goarch == "amd64" {
+		// The entry that starts the server before the runtime
+		// (prestart_linux_amd64.s).
+		ldflags += " -E=github.com/mcphost/mcphost/sandbox.prestartEntry"
+	}
 	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-tags=mcphost_helper",
-		"-ldflags=-s -w -buildid=", "-o", out, "./internal/helper")
+		"-ldflags="+ldflags, "-o", out, "./internal/helper")
 	env := []string{"GOOS=linux", "GOARCH=" + goarch, "CGO_ENABLED=0", "GOFLAGS=", "GOEXPERIMENT=",
 		"GOAMD64=v1", "GOARM64=v8.0", "GOTOOLCHAIN=local"}
 	cmd.Env = append(os.Environ(), env...)

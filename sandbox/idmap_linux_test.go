@@ -260,6 +260,12 @@ func TestVforkUserNSMask(t *testing.T) {
 	if got := statusField(string(b), "SigBlk"); got != all {
 		t.Errorf("the child's blocked signals: %s, want %s", got, all)
 	}
+	// The vfork parent resumes when the child lets go of its memory, a
+	// little before the child is a zombie: wait for that, not reaping it.
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PIDFD, int(pidfd), &info, unix.WEXITED|unix.WNOWAIT|unix.WALL, nil); err != nil {
+		t.Fatalf("waitid: %v", err)
+	}
 	if f := statFields(p); len(f) < 36 || f[0] != "Z" || f[35] != "0" {
 		t.Errorf("the child's stat after the name: %v, want a zombie with exit signal 0", f)
 	}

@@ -198,11 +198,42 @@ func deviceFiles() []string {
 	return []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 }
 
-// openRules opens a descriptor for every path the server is granted, in
-// the helper's mount namespace. Read paths that do not exist are skipped
-// (a system directory this distribution does not have, a device it lacks);
-// a missing write path is an error, because the host checked that it
-// existed.
+// ruleGrant is a path the server is granted and the Landlock rights on it.
+// A missing path is skipped unless mustExist.
+type ruleGrant struct {
+	path      string
+	access    uint64
+	mustExist bool
+}
+
+// ruleGrants are the paths s grants the server, as its view names them:
+// read paths (a system directory this distribution does not have, a
+// device it lacks, may be missing), write paths and the home (which the
+// host checked exist), the device files and the private /dev/shm.
+func ruleGrants(s *spec) []ruleGrant {
+	var grants []ruleGrant
+	for _, p := range s.Read {
+		grants = append(grants, ruleGrant{p, llReadRights, false})
+	}
+	for _, p := range s.Write {
+		grants = append(grants, ruleGrant{p, ^uint64(0), true})
+	}
+	if s.Home != "" {
+		grants = append(grants, ruleGrant{s.Home, ^uint64(0), true})
+	}
+	for _, p := range deviceFiles() {
+		grants = append(grants, ruleGrant{p, llDeviceRights, false})
+	}
+	// The private /dev/shm of the new root, for POSIX shared memory and
+	// semaphores (the reduced tier has none: the host's is shared).
+	if !s.Reduced {
+		grants = append(grants, ruleGrant{"/dev/shm", ^uint64(0), false})
+	}
+	return grants
+}
+
+// openRules opens a descriptor for every path of ruleGrants(s), in the
+// helper's mount namespace.
 func openRules(s *spec) (rules []llRule, err error) {
 	defer func() {
 		if err != nil {
@@ -210,30 +241,7 @@ func openRules(s *spec) (rules []llRule, err error) {
 			rules = nil
 		}
 	}()
-	type grant struct {
-		path      string
-		access    uint64
-		mustExist bool
-	}
-	var grants []grant
-	for _, p := range s.Read {
-		grants = append(grants, grant{p, llReadRights, false})
-	}
-	for _, p := range s.Write {
-		grants = append(grants, grant{p, ^uint64(0), true})
-	}
-	if s.Home != "" {
-		grants = append(grants, grant{s.Home, ^uint64(0), true})
-	}
-	for _, p := range deviceFiles() {
-		grants = append(grants, grant{p, llDeviceRights, false})
-	}
-	// The private /dev/shm the helper mounted, for POSIX shared memory and
-	// semaphores (the reduced tier has none: the host's is shared).
-	if !s.Reduced {
-		grants = append(grants, grant{"/dev/shm", ^uint64(0), false})
-	}
-	for _, g := range grants {
+	for _, g := range ruleGrants(s) {
 		fd, err := openNoSymlinks(g.path)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) && !g.mustExist {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,9 +25,18 @@ func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }
 
+// goHelper runs every start through the Go helper's steps, where the
+// helper's entry would start the server (prestart_linux.go): make test
+// runs the package both ways.
+var goHelper = flag.Bool("go-helper", false, "start every server through the Go helper, never the prestart")
+
 func testMain(m *testing.M) int {
 	if v := os.Getenv(offHostEnv); v != "" {
 		return offHostMain(v)
+	}
+	flag.Parse()
+	if *goHelper {
+		prestartWanted = func() bool { return false }
 	}
 	dir, err := os.MkdirTemp("", "sandbox-fixtures-")
 	if err != nil {

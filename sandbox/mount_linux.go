@@ -210,31 +210,15 @@ var procMasked = []string{
 
 // maskProc covers each entry of procMasked in /proc that exists: a file
 // with an empty read-only file, a directory with an empty read-only
-// directory, both from a tiny tmpfs that is never mounted anywhere else.
-// The server can neither read what they cover nor unmount them (it has no
-// capability).
+// directory, both from a tiny tmpfs that is never mounted anywhere else
+// (maskSource). The server can neither read what they cover nor unmount
+// them (it has no capability).
 func maskProc() error {
-	// Three inodes: the root, the empty directory and the empty file. The
-	// root is writable by its owner, the helper, which in a user namespace
-	// has no CAP_DAC_OVERRIDE; the mount is read-only before it is used.
-	mnt, err := newTmpfs("mode=0755,size=4096,nr_inodes=3", unix.MOUNT_ATTR_NOEXEC)
+	mnt, err := maskSource()
 	if err != nil {
 		return err
 	}
 	defer unix.Close(mnt)
-	if err := unix.Mkdirat(mnt, "dir", 0o555); err != nil {
-		return fmt.Errorf("making the empty directory: %w", err)
-	}
-	f, err := unix.Openat(mnt, "file", unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o444)
-	if err != nil {
-		return fmt.Errorf("making the empty file: %w", err)
-	}
-	unix.Close(f)
-	// Read-only before it is cloned: every clone is read-only too.
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-	if err := unix.MountSetattr(mnt, "", unix.AT_EMPTY_PATH, &attr); err != nil {
-		return fmt.Errorf("mount_setattr(read-only): %w", err)
-	}
 	for _, name := range procMasked {
 		p := "/proc/" + name
 		var st unix.Stat_t
@@ -259,6 +243,36 @@ func maskProc() error {
 		}
 	}
 	return nil
+}
+
+// maskSource returns a detached, read-only tmpfs that holds an empty
+// directory "dir" and an empty file "file", the masks of maskProc.
+func maskSource() (int, error) {
+	// Three inodes: the root, the empty directory and the empty file. The
+	// root is writable by its owner, the helper, which in a user namespace
+	// has no CAP_DAC_OVERRIDE; the mount is read-only before it is used.
+	mnt, err := newTmpfs("mode=0755,size=4096,nr_inodes=3", unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Mkdirat(mnt, "dir", 0o555); err != nil {
+		unix.Close(mnt)
+		return -1, fmt.Errorf("making the empty directory: %w", err)
+	}
+	// Made with mknodat, not opened for writing: a host forks beside
+	// this, and a fork's copy of a writable descriptor would keep the
+	// mount from being made read-only (EBUSY).
+	if err := unix.Mknodat(mnt, "file", unix.S_IFREG|0o444, 0); err != nil {
+		unix.Close(mnt)
+		return -1, fmt.Errorf("making the empty file: %w", err)
+	}
+	// Read-only before it is cloned: every clone is read-only too.
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(mnt, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		unix.Close(mnt)
+		return -1, fmt.Errorf("mount_setattr(read-only): %w", err)
+	}
+	return mnt, nil
 }
 
 // mountShm mounts a private tmpfs for POSIX shared memory on the place open

@@ -354,3 +354,37 @@ func fixtureReplies(t *testing.T, lines []string, stderr string, n int) []reply 
 	}
 	return replies
 }
+
+// TestRootScratchPrivate: on a host whose mounts are shared (systemd's
+// default), the server's root, attached at rootScratch on its way to
+// pivot_root, and everything the helper mounts after it, stay in the
+// server's namespace: the host fixture, in a namespace of its own whose
+// every mount it made shared, sees the same mount points before the start
+// and while the server runs.
+func TestRootScratchPrivate(t *testing.T) {
+	requireConfinement(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to give the host fixture a mount namespace of its own")
+	}
+	cmd := exec.Command(hostPath(), "-hostile", hostilePath(), "-worktree", t.TempDir(), "-shared-root")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"}
+	var errBuf lockedBuffer
+	cmd.Stderr = &errBuf
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("host fixture: %v\n%s", err, errBuf.String())
+	}
+	var mounts []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if m, ok := strings.CutPrefix(line, "mounts: "); ok {
+			mounts = append(mounts, m)
+		}
+	}
+	if len(mounts) != 2 {
+		t.Fatalf("want the mount points before and after the start, got:\n%s", out)
+	}
+	if mounts[0] != mounts[1] {
+		t.Errorf("the host's mount points changed with the server's start:\nbefore: %s\nafter:  %s", mounts[0], mounts[1])
+	}
+}

@@ -50,6 +50,9 @@ type startOptions struct {
 	// root meets once it is done (hostRoot), as if the kernel had refused
 	// its last step.
 	rootRefused error
+	// noPrestart has the Go helper start the server where the helper's
+	// entry could (prestart_linux.go).
+	noPrestart bool
 }
 
 // Start starts the server cfg describes, confined unless cfg.Off, and
@@ -1079,6 +1082,36 @@ type started struct {
 	proxyHost *os.File
 	first     chan reportResult
 	trace     *startTrace
+	// plan says the helper's entry may take a plan (prestart_linux.go).
+	plan bool
+
+	// The helper's clone and exec run on run's thread while the host
+	// prepares (about a millisecond); await takes their outcome, once.
+	ran                 chan error
+	childEnds, hostEnds []*os.File
+	repR                *os.File
+	awaited             bool
+	runErr              error
+}
+
+// await waits for the helper's exec, as spawn began it, and returns
+// spawn's error if it failed. Its first call closes the child's ends of
+// the descriptors (and, after a failure, the host's), and starts reading
+// the helper's reports.
+func (st *started) await() error {
+	if st.awaited {
+		return st.runErr
+	}
+	st.awaited = true
+	if err := <-st.ran; err != nil {
+		closeFiles(st.childEnds)
+		closeFiles(st.hostEnds)
+		st.runErr = startError(st.p.name, st.cl.off, st.userNS, err)
+		return st.runErr
+	}
+	closeFiles(st.childEnds)
+	go st.p.readReports(st.repR, st.first)
+	return nil
 }
 
 // launch starts the helper with sp and waits for its first report. The
@@ -1092,8 +1125,10 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	return st.deliver(ctx, name, sp)
 }
 
-// spawn starts the helper as cl says, and returns once it runs (or could
-// not be started). It takes cl.lease: the helper's Process frees it once
+// spawn starts starting the helper as cl says, and returns at once: the
+// helper's clone and exec go on beside the caller, whose next call on the
+// result (deliver or abort) waits for them (await) and returns spawn's
+// error if they failed. It takes cl.lease: the helper's Process frees it once
 // the helper reports the server alone or is gone, or spawn does if the
 // helper never ran.
 func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptions) (*started, error) {
@@ -1185,19 +1220,6 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 			}
 		}
 	}
-	newCmd := func(path string) *exec.Cmd {
-		return &exec.Cmd{
-			Path:        path,
-			Args:        []string{helperArg0},
-			Env:         []string{},
-			Dir:         "/",
-			Stdin:       stdinR,
-			Stdout:      stdoutW,
-			Stderr:      stderrW,
-			ExtraFiles:  extra,
-			SysProcAttr: attr,
-		}
-	}
 	tr := opts.trace
 	path := helperPath()
 	tr.mark("helper-file")
@@ -1206,6 +1228,28 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 		path = selfExe
 	case opts.helper != "":
 		path = opts.helper
+	}
+	// The embedded program's entry can start the server itself, where
+	// the host builds the root (prestart_linux.go); the host program
+	// re-executed has no such entry.
+	plan := prestartWanted() && !opts.noPrestart && !cl.off && !cl.reduced && !userNS && !cl.proxy &&
+		!opts.selfHelper && opts.helper == "" && path != selfExe && detachedTreesWork()
+	args := []string{helperArg0}
+	if plan {
+		args = append(args, helperPlanArg)
+	}
+	newCmd := func(path string) *exec.Cmd {
+		return &exec.Cmd{
+			Path:        path,
+			Args:        args,
+			Env:         []string{},
+			Dir:         "/",
+			Stdin:       stdinR,
+			Stdout:      stdoutW,
+			Stderr:      stderrW,
+			ExtraFiles:  extra,
+			SysProcAttr: attr,
+		}
 	}
 	p := &Process{
 		name:       name,
@@ -1235,23 +1279,20 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 			stderrR.Close()
 		}()
 	}
-	ran := make(chan error, 1)
-	tr.mark("pipes")
-	go p.run(newCmd, path, ran)
-	if err := <-ran; err != nil {
-		closeFiles(childEnds)
-		closeFiles(hostEnds)
-		return nil, startError(name, cl.off, userNS, err)
+	st := &started{
+		p: p, cl: cl, userNS: userNS, specW: specW, proxyHost: proxyHost, first: make(chan reportResult, 1), trace: tr, plan: plan,
+		ran: make(chan error, 1), childEnds: childEnds, hostEnds: hostEnds, repR: repR,
 	}
-	tr.markAt("clone-exec", p.traceExeced)
-	closeFiles(childEnds)
-	st := &started{p: p, cl: cl, userNS: userNS, specW: specW, proxyHost: proxyHost, first: make(chan reportResult, 1), trace: tr}
-	go p.readReports(repR, st.first)
+	tr.mark("pipes")
+	go p.run(newCmd, path, st.ran)
 	return st, nil
 }
 
 // abort ends a started helper that will get no spec.
 func (st *started) abort() {
+	if st.await() != nil {
+		return // nothing runs; await closed everything
+	}
 	st.p.abort()
 	if st.proxyHost != nil {
 		st.proxyHost.Close()
@@ -1263,6 +1304,29 @@ func (st *started) abort() {
 // server runs. On an error the helper is gone.
 func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process, error) {
 	p, tr := st.p, st.trace
+	sp.Trace = tr != nil
+	var payload []byte
+	var rights []int
+	var plan *prestartPlan
+	if st.plan && sp.Root && !sp.Probe && len(sp.UserNSLimits) == 0 {
+		// The helper's entry starts the server (prestart_linux.go), from
+		// a plan made while its clone and exec go on. What
+		// the host cannot prepare for it (a step the kernel refuses, a
+		// spec too large for the entry's memory) goes to the Go helper
+		// instead, which confines or refuses as ever.
+		var perr error
+		plan, perr = buildPlan(sp, p.joined != nil)
+		if perr == nil {
+			defer plan.close()
+			payload, rights = plan.payload, plan.fds
+			tr.mark("plan")
+		} else {
+			tr.note("the Go helper starts the server: " + perr.Error())
+		}
+	}
+	if err := st.await(); err != nil {
+		return nil, err
+	}
 	if st.proxyHost != nil {
 		// Every way out of deliver is done with it: the listener it
 		// carried has been taken, or will never be.
@@ -1277,18 +1341,19 @@ func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process
 		p.abort()
 		return nil, fmt.Errorf("sandbox: server %q: %d idmapped trees for %d paths, at most %d (a bug in package sandbox)", name, len(sp.idmapFiles), len(sp.Idmap), maxIdmap)
 	}
-	sp.Trace = tr != nil
-	payload, err := encodeSpec(sp)
-	if err != nil {
-		p.abort()
-		return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
-	}
-	var rights []int
-	if sp.Root {
-		rights = append(rights, int(sp.rootFile.Fd()))
-	}
-	for _, f := range sp.idmapFiles {
-		rights = append(rights, int(f.Fd()))
+	if plan == nil {
+		var err error
+		payload, err = encodeSpec(sp)
+		if err != nil {
+			p.abort()
+			return nil, fmt.Errorf("sandbox: server %q: %w", name, err)
+		}
+		if sp.Root {
+			rights = append(rights, int(sp.rootFile.Fd()))
+		}
+		for _, f := range sp.idmapFiles {
+			rights = append(rights, int(f.Fd()))
+		}
 	}
 	// The spec with the trees, in one message; then, once run has moved
 	// the helper into the server's cgroups, the byte that tells the
@@ -1348,7 +1413,12 @@ func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process
 	<-written
 	if tr != nil {
 		tr.rejoin()
-		traceHelper(tr, res.rep.Trace)
+		tr.markAt("clone-exec", p.traceExeced)
+		phases := helperPhases
+		if plan != nil {
+			phases = prestartPhases
+		}
+		traceHelper(tr, phases, res.rep.Trace)
 		tr.mark("report")
 		if p.joinDirs != nil {
 			tr.span("host-cgroup-join", p.traceJoin[0], p.traceJoin[1])
@@ -1542,15 +1612,16 @@ func (p *Process) joinError() error {
 }
 
 // traceHelper puts the helper's timestamps (report.Trace) on tr.
-func traceHelper(tr *startTrace, ts string) {
+// phases names its intervals (helperPhases, or prestartPhases).
+func traceHelper(tr *startTrace, phases []string, ts string) {
 	f := strings.Fields(ts)
-	if len(f) != len(helperPhases) {
+	if len(f) != len(phases) {
 		tr.note("helper trace: " + ts)
 		return
 	}
 	for i, v := range f {
 		at, _ := strconv.ParseInt(v, 10, 64)
-		tr.markAt(helperPhases[i], at)
+		tr.markAt(phases[i], at)
 	}
 }
 

@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	host -hostile PATH -worktree DIR [-off] [-home DIR] [-private-home DIR] [-no-userns UID] [-full] [-protect P] [-proxy GRANTS] [-lacks] -ops JSON
+//	host -hostile PATH -worktree DIR [-off] [-home DIR] [-private-home DIR] [-no-userns UID] [-full] [-protect P] [-proxy GRANTS] [-lacks] [-shared-root] -ops JSON
 //
 // With -no-userns it must start as root of a user namespace of its own: it
 // forbids nested user namespaces there (user.max_user_namespaces = 0),
@@ -18,6 +18,11 @@
 // {"op": ..., "args": [...]}), prints a line "confinement: ...", a line
 // "tempdir: ...", the server's replies, one JSON line each, and "ready". With -wait it then
 // blocks until killed; without, it closes the server and exits.
+//
+// With -shared-root, started in a mount namespace of its own, it makes
+// every mount there shared first, as systemd makes a host's, and prints
+// "mounts: ..." (its namespace's mount points) before the start and
+// again once the server runs.
 package main
 
 import (
@@ -27,6 +32,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -52,7 +58,14 @@ func main() {
 	status := flag.Bool("status", false, "print the server's exit status at the end (and go on to it when a request gets no reply)")
 	showLacks := flag.Bool("lacks", false, "print a line \"lacks: ...\" for each thing the confinement lacks")
 	proxyGrants := flag.String("proxy", "", "give the server the network through an egress proxy granting these comma-separated destinations")
+	sharedRoot := flag.Bool("shared-root", false, "make every mount shared first, and print the mount points before and after the start")
 	flag.Parse()
+	if *sharedRoot {
+		if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_SHARED, ""); err != nil {
+			fatal(err)
+		}
+		fmt.Println("mounts:", mountPoints())
+	}
 	if *noUserNS != 0 {
 		if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0); err != nil {
 			fatal(err)
@@ -127,6 +140,9 @@ func main() {
 	}
 	fmt.Println("confinement:", p.Confinement())
 	fmt.Println("tempdir:", p.TempDir())
+	if *sharedRoot {
+		fmt.Println("mounts:", mountPoints())
+	}
 	if *noUserNS != 0 || *showLacks {
 		for _, l := range p.Lacks() {
 			fmt.Println("lacks:", l)
@@ -157,6 +173,23 @@ func main() {
 	if *status {
 		fmt.Println("exit status:", p.ExitStatus())
 	}
+}
+
+// mountPoints are the mount points of this process's namespace, sorted,
+// separated by spaces.
+func mountPoints() string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		fatal(err)
+	}
+	var points []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			points = append(points, f[4])
+		}
+	}
+	slices.Sort(points)
+	return strings.Join(points, " ")
 }
 
 func fatal(err error) {

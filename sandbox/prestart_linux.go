@@ -1,0 +1,401 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The prestart: a root host's helper starts the server before its own Go
+// runtime does.
+//
+// A Go program's runtime takes 1.3–1.8 ms to start, and the helper's came
+// before anything else of a start. Where the host builds the server's
+// root (hostRoot), what is left for the helper to do before the server's
+// exec is a short list of system calls, and the host can prepare every
+// argument of them: the root tree, a Landlock ruleset with its rules
+// opened through that tree, the seccomp program, the limits, the argv and
+// the environment. It sends them as a plan: a fixed header and flat data,
+// with the descriptors, ahead of the spec. The embedded helper program's
+// entry point (prestartEntry, linked with -E on amd64) runs the plan
+// before the runtime starts: it attaches the root, mounts /proc, pivots,
+// masks /proc, adds the /proc rules, and vforks the server, which joins
+// its cgroups, drops its capabilities and uid, restricts itself with
+// Landlock and seccomp, sets its limits and execs. The entry then writes
+// the Started report itself and hands over to the Go runtime, whose
+// helper reads the spec and supervises as ever: its start runs beside the
+// server's.
+//
+// Every step is one the Go helper takes too, in the same order, with the
+// same arguments; the tests run the whole start suite through both.
+// Where a step fails, the entry records which and its errno, and the Go
+// helper reports it as its own steps' failures read.
+
+// planMagic begins a plan; a spec begins with specMagic, and the entry,
+// which peeks, leaves a spec to the Go helper.
+var planMagic = [4]byte{'M', 'C', 'P', 'X'}
+
+// prestartWanted says a start may use the prestart where it can; the
+// tests turn it off (go test ./sandbox -args -go-helper) to run the same
+// starts through the Go helper's steps.
+var prestartWanted = func() bool { return prestartSupported }
+
+// helperPlanArg is the helper's second argument when the host may send a
+// plan: only then does the entry look for one.
+const helperPlanArg = "plan"
+
+// Bounds of a plan, which the entry holds in static memory.
+const (
+	planMaxLen    = 1 << 20 // bytes, the header included
+	planMaxPtrs   = 8192    // argv and environment entries, with their two nils
+	planMaxRights = 16      // descriptors: root, ruleset, masks, cgroups
+	planMaxMarks  = 6       // the entry's trace marks
+)
+
+// Flags of planHeader.Flags.
+const (
+	planTrace    = 1 << 0 // the Started report carries the trace
+	planJoinWait = 1 << 1 // wait for cgroupJoined before the server's start
+)
+
+// planHeader begins a plan. Offsets are from the start of the plan;
+// strings are NUL-terminated, lists of them back to back. Host and entry
+// are the same source built for the same architecture, so the layout is
+// shared, not encoded.
+type planHeader struct {
+	Magic   [4]byte
+	Len     uint32 // the whole plan
+	Flags   uint32
+	RunAs   uint32
+	NTasks  uint32 // cgroup tasks files, the descriptors after the first three
+	NLimits uint32
+	NFilter uint32 // seccomp instructions
+	NArgv   uint32
+	NEnv    uint32
+	NMasks  uint32
+	NLate   uint32
+
+	OffLimits uint32 // NLimits planLimit
+	OffFilter uint32 // NFilter unix.SockFilter
+	OffPath   uint32
+	OffDir    uint32
+	OffArgv   uint32
+	OffEnv    uint32
+	OffMasks  uint32 // /proc paths to cover
+	OffLate   uint32 // NLate planLate
+	OffReport uint32 // the Started report up to its closing brace
+	LenReport uint32
+}
+
+// The plan's descriptors, in the order they come.
+const (
+	planRootFD    = iota // the new root, detached
+	planRulesetFD        // the Landlock ruleset, rules added but /proc's
+	planMaskFD           // maskSource
+	planTasksFD          // the first of NTasks cgroup tasks files
+)
+
+// planLimit is one resource limit, as prlimit64 takes it.
+type planLimit struct {
+	Resource uint32
+	_        uint32
+	Cur, Max uint64
+}
+
+// planLate is a Landlock rule on a path that exists only once the entry
+// mounted /proc: opened then, without following links, and added to the
+// ruleset (Access is already within what it handles).
+type planLate struct {
+	Access    uint64
+	Path      uint32 // offset of the path
+	MustExist uint32
+}
+
+// Steps of the prestart, as the entry records the one that failed.
+const (
+	psNone = iota
+	psSpec
+	psPID
+	psPrivate
+	psAttach
+	psProc
+	psPivot
+	psDetach
+	psMask
+	psLate
+	psJoin
+	psClone
+	psCgroup
+	psNoNewPrivs
+	psCaps
+	psLandlock
+	psSeccomp
+	psLimits
+	psExec
+	psReport
+)
+
+// prestartSteps name the steps, as the Go helper's own failures do, and
+// say whether a failure means the kernel refuses what confinement needs.
+var prestartSteps = [...]struct {
+	name        string
+	unsupported bool
+}{
+	psSpec:       {"reading the plan", false},
+	psPID:        {"pid namespace", true},
+	psPrivate:    {"making mounts private", true},
+	psAttach:     {"mounting the new root", true},
+	psProc:       {"mounting a fresh /proc", true},
+	psPivot:      {"pivot_root", true},
+	psDetach:     {"detaching the host's tree", true},
+	psMask:       {"masking /proc", true},
+	psLate:       {"opening the paths of the Landlock rules", false},
+	psJoin:       {"joining the server's cgroups", false},
+	psClone:      {"starting the server", false},
+	psCgroup:     {"joining the server's cgroup", false},
+	psNoNewPrivs: {"prctl(PR_SET_NO_NEW_PRIVS)", true},
+	psCaps:       {"dropping capabilities", true},
+	psLandlock:   {"landlock", true},
+	psSeccomp:    {"seccomp", true},
+	psLimits:     {"setting the server's limits", true},
+	psExec:       {"starting the server", false},
+	psReport:     {"reporting the start", false},
+}
+
+// prestartResult is what the entry leaves for the Go helper, in static
+// memory the runtime's start does not touch.
+type prestartResult struct {
+	// Tried says the entry found a plan and ran it; then either Step and
+	// Errno say what failed, or the server runs as Pid, Listener is its
+	// seccomp filter's listener and the Started report is sent.
+	Tried    bool
+	Trace    bool // the plan asked for the trace
+	Step     int
+	Errno    uintptr
+	Pid      int
+	Listener int
+	// Marks are the entry's timestamps, CLOCK_MONOTONIC (prestartPhases).
+	Marks [planMaxMarks]int64
+}
+
+// prestartPhases name the intervals that end at the entry's marks, the
+// first measured from the host's exec of the helper (helperPhases for the
+// Go helper's).
+var prestartPhases = []string{"helper-exec", "helper-plan", "helper-root", "helper-pivot", "helper-join-wait", "helper-confine-exec"}
+
+// err is the failure r records, as the Go helper's steps word theirs.
+func (r *prestartResult) err(path string) error {
+	if r.Step <= psNone || r.Step >= len(prestartSteps) {
+		return failedStep("the prestart", fmt.Errorf("unknown step %d", r.Step))
+	}
+	st := prestartSteps[r.Step]
+	var err error = unix.Errno(r.Errno)
+	switch r.Step {
+	case psExec:
+		hint := ""
+		if r.Errno == uintptr(unix.EACCES) {
+			hint = " (inside the sandbox: is the program, or a library or interpreter it needs, outside the readable paths? add its directory to read)"
+		}
+		if path == "" {
+			path = "the server"
+		}
+		err = fmt.Errorf("exec %s: %w%s", path, err, hint)
+	case psPID:
+		err = errors.New("the helper is not pid 1")
+	case psSpec:
+		if r.Errno == 0 {
+			err = errors.New("a malformed plan")
+		}
+	}
+	if st.unsupported {
+		return unsupportedStep(st.name, err)
+	}
+	return failedStep(st.name, err)
+}
+
+// prestartPlan is a plan ready to send, and its descriptors, which the
+// host closes once it is sent.
+type prestartPlan struct {
+	payload []byte
+	fds     []int
+}
+
+func (pl *prestartPlan) close() {
+	if pl != nil {
+		closeFDs(pl.fds)
+		pl.fds = nil
+	}
+}
+
+// buildPlan prepares what the helper's entry needs to start sp's server,
+// whose root the host built (sp.Root): the Landlock ruleset with every
+// rule but those under /proc, the masks' source, the cgroups' tasks files
+// for a self join, the filter, the limits and the Started report. join
+// says the helper waits for cgroupJoined first.
+func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
+	if !sp.Root || sp.rootFile == nil {
+		return nil, errors.New("no host-built root")
+	}
+	pl = &prestartPlan{}
+	defer func() {
+		if err != nil {
+			pl.close()
+			pl = nil
+		}
+	}()
+	abi, err := confinementABI(sp)
+	if err != nil {
+		return nil, err
+	}
+	// The root is first, and the caller's: dup it so that every
+	// descriptor of the plan is the plan's to close.
+	root, err := unix.FcntlInt(sp.rootFile.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	pl.fds = append(pl.fds, root)
+	rs, err := newRuleset(abi, sp.access())
+	if err != nil {
+		return nil, unsupportedStep("landlock", err)
+	}
+	pl.fds = append(pl.fds, rs.fd)
+	var late []planLate
+	var lateData bytes.Buffer
+	for _, g := range ruleGrants(sp) {
+		if isUnder(g.path, "/proc") {
+			// The entry mounts /proc and opens these then.
+			must := uint32(0)
+			if g.mustExist {
+				must = 1
+			}
+			late = append(late, planLate{Access: g.access & rs.handled, MustExist: must})
+			lateData.WriteString(g.path)
+			lateData.WriteByte(0)
+			continue
+		}
+		fd, err := unix.Openat2(root, g.path, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
+			if err == unix.ENOENT && !g.mustExist {
+				continue
+			}
+			return nil, failedStep("opening the paths of the Landlock rules", &os.PathError{Op: "open", Path: g.path, Err: err})
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		if err == nil {
+			err = rs.add(llRule{path: g.path, fd: fd, isDir: st.Mode&unix.S_IFMT == unix.S_IFDIR, access: g.access})
+		}
+		unix.Close(fd)
+		if err != nil {
+			return nil, unsupportedStep("landlock", err)
+		}
+	}
+	mask, err := maskSource()
+	if err != nil {
+		return nil, unsupportedStep("masking /proc", err)
+	}
+	pl.fds = append(pl.fds, mask)
+	if sp.CgroupsSelf {
+		tasks, err := openTasks(sp.Cgroups)
+		if err != nil {
+			return nil, failedStep("opening the server's cgroups", err)
+		}
+		pl.fds = append(pl.fds, tasks...)
+	}
+	if len(pl.fds) > planMaxRights {
+		return nil, fmt.Errorf("%d descriptors, at most %d", len(pl.fds), planMaxRights)
+	}
+	var limits []planLimit
+	for _, l := range serverLimits(sp) {
+		lim, err := l.get()
+		if err != nil {
+			return nil, err
+		}
+		limits = append(limits, planLimit{Resource: uint32(l.resource), Cur: lim.Cur, Max: lim.Max})
+	}
+	filter := seccompProgram(serverFilter(sp, abi))
+	rep := encodeReport(report{Started: true, Confinement: confinement(abi, sp, false)})
+	rep = bytes.TrimSuffix(rep, []byte("}\n"))
+
+	h := planHeader{
+		Magic:   planMagic,
+		RunAs:   sp.RunAs,
+		NTasks:  uint32(len(pl.fds) - planTasksFD),
+		NLimits: uint32(len(limits)),
+		NFilter: uint32(len(filter)),
+		NArgv:   uint32(len(sp.Argv)),
+		NEnv:    uint32(len(sp.Env)),
+		NMasks:  uint32(len(procMasked)),
+		NLate:   uint32(len(late)),
+	}
+	if sp.Trace {
+		h.Flags |= planTrace
+	}
+	if join {
+		h.Flags |= planJoinWait
+	}
+	if len(sp.Argv)+len(sp.Env)+2 > planMaxPtrs {
+		return nil, fmt.Errorf("%d arguments and environment variables, at most %d", len(sp.Argv)+len(sp.Env), planMaxPtrs-2)
+	}
+	var b bytes.Buffer
+	b.Write(make([]byte, unsafe.Sizeof(h)))
+	// at aligns the next section to 8 bytes and returns its offset.
+	at := func() uint32 {
+		for b.Len()%8 != 0 {
+			b.WriteByte(0)
+		}
+		return uint32(b.Len())
+	}
+	strs := func(ss ...string) {
+		for _, s := range ss {
+			b.WriteString(s)
+			b.WriteByte(0)
+		}
+	}
+	h.OffLimits = at()
+	for _, l := range limits {
+		b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&l)), unsafe.Sizeof(l)))
+	}
+	h.OffFilter = at()
+	if len(filter) > 0 {
+		b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&filter[0])), len(filter)*int(unsafe.Sizeof(filter[0]))))
+	}
+	h.OffPath = at()
+	strs(sp.Path)
+	h.OffDir = at()
+	strs(sp.Dir)
+	h.OffArgv = at()
+	strs(sp.Argv...)
+	h.OffEnv = at()
+	strs(sp.Env...)
+	h.OffMasks = at()
+	for _, name := range procMasked {
+		strs("/proc/" + name)
+	}
+	lateStrs := at()
+	b.Write(lateData.Bytes())
+	h.OffLate = at()
+	off := lateStrs
+	for _, l := range late {
+		l.Path = off
+		off += uint32(bytes.IndexByte(lateData.Bytes()[off-lateStrs:], 0)) + 1
+		b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&l)), unsafe.Sizeof(l)))
+	}
+	h.OffReport = at()
+	h.LenReport = uint32(len(rep))
+	b.Write(rep)
+	h.Len = uint32(b.Len())
+	if b.Len() > planMaxLen {
+		return nil, fmt.Errorf("a plan of %d bytes, at most %d", b.Len(), planMaxLen)
+	}
+	pl.payload = b.Bytes()
+	copy(pl.payload, unsafe.Slice((*byte)(unsafe.Pointer(&h)), unsafe.Sizeof(h)))
+	return pl, nil
+}
