@@ -35,8 +35,8 @@
 // one.
 // Importers add nothing to main for this either: the package's init
 // function checks for the helper's marker (an argument vector of exactly
-// "mcphost-sandbox-helper", with the spec on an inherited pipe at
-// descriptor 3) and, only then, runs the helper and exits; in every other
+// "mcphost-sandbox-helper", or that and "plan", with the spec on an
+// inherited socket at descriptor 3) and, only then, runs the helper and exits; in every other
 // process it returns at once. This works for any program that imports the
 // package, go test binaries included. Two consequences: the re-executed
 // helper runs the init functions of the packages initialized before this

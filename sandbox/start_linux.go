@@ -50,9 +50,6 @@ type startOptions struct {
 	// root meets once it is done (hostRoot), as if the kernel had refused
 	// its last step.
 	rootRefused error
-	// noPrestart has the Go helper start the server where the helper's
-	// entry could (prestart_linux.go).
-	noPrestart bool
 }
 
 // Start starts the server cfg describes, confined unless cfg.Off, and
@@ -1232,7 +1229,7 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 	// The embedded program's entry can start the server itself, where
 	// the host builds the root (prestart_linux.go); the host program
 	// re-executed has no such entry.
-	plan := prestartWanted() && !opts.noPrestart && !cl.off && !cl.reduced && !userNS && !cl.proxy &&
+	plan := prestartWanted() && !cl.off && !cl.reduced && !userNS && !cl.proxy &&
 		!opts.selfHelper && opts.helper == "" && path != selfExe && detachedTreesWork()
 	args := []string{helperArg0}
 	if plan {

@@ -13,13 +13,15 @@ import (
 // stderr with the duration of each of its phases, the helper's included,
 // and each Close one line with its own; for example
 //
-//	mcphost-sandbox: start "one": total 5.08ms: lease 0.11 helper-file 0.12 pipes 0.01 clone-exec 0.90 helper-runtime 1.68 helper-spec 0.33 helper-root 0.06 helper-pivot 0.15 helper-join-wait 0.00 helper-confine-exec 0.85 report 0.28 finish 0.01 | prepare 0.21 (at 1.15) idmap 0.10 (at 1.46) cgroup 0.01 (at 1.57) root 0.68 (at 1.58)
+//	mcphost-sandbox: start "one": total 3.71ms: lease 0.11 helper-file 0.12 pipes 0.01 clone-exec 1.23 helper-exec 0.05 helper-plan 0.93 helper-root 0.02 helper-pivot 0.10 helper-join-wait 0.00 helper-confine-exec 0.38 report 0.21 finish 0.01 | prepare 0.23 (at 0.26) idmap 0.10 (at 0.49) cgroup 0.01 (at 0.59) root 0.66 (at 0.60) plan 0.19 (at 1.26)
 //	mcphost-sandbox: close "one": total 2.88ms: server-done 2.56 stderr-stdout 0.03 cgroup-remove 0.08 tmp-remove 0.21 | server-exit 1.63 (at 0.01) helper-reap 0.02 (at 1.65) helper-thread 0.02 (at 1.67) report-read 0.74 (at 1.69)
 //
 // (durations in milliseconds). Phases that run beside others are listed
 // after a "|" with their own durations and when they began: on a root
 // host, the host's preparation of the spec, which runs while the helper
-// starts (the helper's helper-spec includes waiting for it), and, on
+// is cloned and starts (the helper's helper-spec, or with the prestart
+// helper-plan, includes waiting for it; see prestart_linux.go for the
+// prestart's phases, helper-exec being the exec until its entry), and, on
 // cgroup v2, the host's move of the helper into the server's cgroups. In
 // a Close whose server exits at its stdin's EOF, where server-done went,
 // from the helper's exit report: the server's exit until the helper saw
