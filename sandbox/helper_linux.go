@@ -83,8 +83,6 @@ type helper struct {
 	// cgroupTasks are the tasks files of spec.Cgroups, open for writing,
 	// with spec.CgroupsSelf: the thread that starts the server joins them.
 	cgroupTasks []int
-	// startedSent says the Started report is out: the prestart sent it.
-	startedSent bool
 	// confinedTID is the thread that confined itself and started the
 	// server, which ends after the fork. Until it has, it may be in the
 	// server's cgroups and run as the server's uid (spec.RunAs): an
@@ -134,6 +132,10 @@ func helperMain() int {
 	}
 	s, fds, err := receiveSpec(lifeline)
 	if err != nil {
+		if r := &prestarted; r.Looked {
+			n := min(r.PeekN, uintptr(len(r.Peeked)))
+			err = fmt.Errorf("%w (the helper's entry looked for a plan first and found %q, errno %d)", err, r.Peeked[:n], r.PeekErrno)
+		}
 		h.fail(failedStep("reading the spec", err))
 		return exitBadStart
 	}
@@ -341,21 +343,20 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 // the plan (and the cgroup byte) on: no spec follows.
 func (h *helper) runPrestarted(lifeline *os.File) int {
 	r := &prestarted
-	switch r.Step {
-	case psNone:
-	case psReport:
-		// The server runs, but the host cannot be told: it is gone.
-		killNamespace()
-		return exitNoExec
-	default:
+	if r.Step != psNone {
 		err := r.err(prestartPath())
 		h.fail(err)
 		return exitCodeOf(err)
 	}
 	helperTraceWanted = r.Trace
-	h.startedSent = true
+	if r.Trace {
+		// The entry's marks, in place of the runtime's first (init's):
+		// supervise's report adds the runtime's start until then.
+		helperTrace = append([]int64(nil), r.Marks[:]...)
+	}
 	go serveUmask(r.Listener)
-	return h.supervise(r.Pid, "", lifeline, true)
+	// supervise reports the server started once it relays signals.
+	return h.supervise(r.Pid, prestartConfinement(), lifeline, true)
 }
 
 // cgroupJoined is the byte the host writes on the spec socket, after the
@@ -773,12 +774,12 @@ func (h *helper) supervise(server int, conf string, lifeline *os.File, confined 
 		h.fail(failedStep("pidfd_open", err))
 		return exitNoConfin
 	}
-	if !h.startedSent {
-		h.send(report{Started: true, Confinement: conf, Trace: startedTrace()})
-	}
-
+	// The relay first, then the report: once Start returns, a SIGTERM
+	// to the helper reaches the server (before Notify, the runtime's
+	// default for it would end the helper, and with it the namespace).
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	h.send(report{Started: true, Confinement: conf, Trace: startedTrace()})
 	go func() {
 		for sig := range sigs {
 			unix.PidfdSendSignal(pidfd, sig.(syscall.Signal), nil, 0)

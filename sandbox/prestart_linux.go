@@ -87,7 +87,7 @@ type planHeader struct {
 	OffEnv    uint32
 	OffMasks  uint32 // /proc paths to cover
 	OffLate   uint32 // NLate planLate
-	OffReport uint32 // the Started report up to its closing brace
+	OffReport uint32 // the Started report's Confinement
 	LenReport uint32
 }
 
@@ -136,7 +136,6 @@ const (
 	psSeccomp
 	psLimits
 	psExec
-	psReport
 )
 
 // prestartSteps name the steps, as the Go helper's own failures do, and
@@ -163,15 +162,14 @@ var prestartSteps = [...]struct {
 	psSeccomp:    {"seccomp", true},
 	psLimits:     {"setting the server's limits", true},
 	psExec:       {"starting the server", false},
-	psReport:     {"reporting the start", false},
 }
 
 // prestartResult is what the entry leaves for the Go helper, in static
 // memory the runtime's start does not touch.
 type prestartResult struct {
 	// Tried says the entry found a plan and ran it; then either Step and
-	// Errno say what failed, or the server runs as Pid, Listener is its
-	// seccomp filter's listener and the Started report is sent.
+	// Errno say what failed, or the server runs as Pid and Listener is
+	// its seccomp filter's listener.
 	Tried    bool
 	Trace    bool // the plan asked for the trace
 	Step     int
@@ -180,12 +178,19 @@ type prestartResult struct {
 	Listener int
 	// Marks are the entry's timestamps, CLOCK_MONOTONIC (prestartPhases).
 	Marks [planMaxMarks]int64
+	// Looked says the entry looked for a plan (the helper's argv asked
+	// it to), and what its look at the socket found: the Go helper's
+	// error says so when what followed was no spec either.
+	Looked           bool
+	PeekErrno, PeekN uintptr
+	Peeked           [4]byte
 }
 
 // prestartPhases name the intervals that end at the entry's marks, the
-// first measured from the host's exec of the helper (helperPhases for the
-// Go helper's).
-var prestartPhases = []string{"helper-exec", "helper-plan", "helper-root", "helper-pivot", "helper-join-wait", "helper-confine-exec"}
+// first measured from the host's exec of the helper, and the last, the Go
+// runtime's start until the helper relays signals and reports the server
+// started (helperPhases for the Go helper's).
+var prestartPhases = []string{"helper-exec", "helper-plan", "helper-root", "helper-pivot", "helper-join-wait", "helper-confine-exec", "helper-runtime"}
 
 // err is the failure r records, as the Go helper's steps word theirs.
 func (r *prestartResult) err(path string) error {
@@ -321,8 +326,7 @@ func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
 		limits = append(limits, planLimit{Resource: uint32(l.resource), Cur: lim.Cur, Max: lim.Max})
 	}
 	filter := seccompProgram(serverFilter(sp, abi))
-	rep := encodeReport(report{Started: true, Confinement: confinement(abi, sp, false)})
-	rep = bytes.TrimSuffix(rep, []byte("}\n"))
+	rep := []byte(confinement(abi, sp, false))
 
 	h := planHeader{
 		Magic:   planMagic,

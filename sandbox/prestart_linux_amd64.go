@@ -48,7 +48,6 @@ var (
 	prestartNum               [24]byte
 	prestartProcFD            [32]byte // "/proc/self/fd/N"
 	prestartMarks             int
-	prestartMask              uint64 // the signal mask the helper started with
 )
 
 func raw(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, uintptr) {
@@ -75,7 +74,7 @@ func planHead() *planHeader { return (*planHeader)(unsafe.Pointer(&prestartBuf[0
 // is past n bytes before its end.
 func planAt(off, n uint32) *byte {
 	h := planHead()
-	if uint64(off)+uint64(n) > uint64(h.Len) {
+	if uint64(off)+uint64(n) > uint64(h.Len) || uint64(off) >= uint64(len(prestartBuf)*8) {
 		return nil
 	}
 	return &planBytes()[off]
@@ -131,6 +130,8 @@ func prestart(argc int, argv **byte) {
 	// A spec rather than a plan: the Go helper's, untouched.
 	var magic [4]byte
 	n, e := raw(unix.SYS_RECVFROM, helperSpecFD, uintptr(unsafe.Pointer(&magic[0])), 4, unix.MSG_PEEK|unix.MSG_WAITALL, 0, 0)
+	prestarted.Looked = true
+	prestarted.PeekErrno, prestarted.PeekN, prestarted.Peeked = e, n, magic
 	if e != 0 || n != 4 || magic != planMagic {
 		return
 	}
@@ -149,7 +150,7 @@ func prestart(argc int, argv **byte) {
 	prestartMark()
 	runPlan()
 	// What the entry holds of the plan is spent; the listener is the Go
-	// helper's.
+	// helper's, which reports the server started once it relays signals.
 	for i := 0; i < prestartNFDs; i++ {
 		raw(unix.SYS_CLOSE, uintptr(prestartFDs[i]), 0, 0, 0, 0, 0)
 	}
@@ -413,16 +414,6 @@ func runPlan() {
 		}
 	}
 	prestartMark()
-	// SIGTERM and SIGINT wait, blocked, for the Go helper's relay (the
-	// Started report goes out before its runtime starts, and the host may
-	// signal at once): the kernel drops a signal to init that has no
-	// handler, where it keeps a blocked one pending; signal.Notify
-	// unblocks them. The server starts with the mask the helper had.
-	relay := uint64(1)<<(unix.SIGTERM-1) | uint64(1)<<(unix.SIGINT-1)
-	if _, e := raw(unix.SYS_RT_SIGPROCMASK, unix.SIG_BLOCK, uintptr(unsafe.Pointer(&relay)), uintptr(unsafe.Pointer(&prestartMask)), 8, 0, 0); e != 0 {
-		prestartFail(psClone, e)
-		return
-	}
 	// The server, from a child that shares this memory and descriptor
 	// table until its exec: it leaves its failure, or its filter's
 	// listener, where the entry reads it.
@@ -444,9 +435,6 @@ func runPlan() {
 	}
 	prestarted.Pid = int(pid)
 	prestartMark()
-	if !sendStarted() {
-		prestartFail(psReport, 0)
-	}
 }
 
 // prestartChild is the server's side of cloneServer: startConfined's and
@@ -454,13 +442,21 @@ func runPlan() {
 // it records it and returns; the caller exits.
 func prestartChild() {
 	h := planHead()
-	if _, e := raw(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&prestartMask)), 0, 8, 0, 0); e != 0 {
-		prestartFail(psClone, e)
-		return
-	}
 	for i := 0; i < int(h.NTasks); i++ {
 		if _, e := raw(unix.SYS_WRITE, uintptr(prestartFDs[planTasksFD+i]), ptr(&cZero[0]), 1, 0, 0, 0); e != 0 {
 			prestartFail(psCgroup, e)
+			return
+		}
+	}
+	// The limits first: the Go helper's server is forked by a thread that
+	// runs as the server's uid under them, so that a uid at its process
+	// limit fails the fork; here the uid changes below, under them, which
+	// marks the same excess for execve to fail.
+	for i := uint32(0); i < h.NLimits; i++ {
+		lim := (*planLimit)(unsafe.Pointer(planAt(h.OffLimits+i*uint32(unsafe.Sizeof(planLimit{})), 0)))
+		r := unix.Rlimit{Cur: lim.Cur, Max: lim.Max}
+		if _, e := raw(unix.SYS_PRLIMIT64, 0, uintptr(lim.Resource), uintptr(unsafe.Pointer(&r)), 0, 0, 0); e != 0 {
+			prestartFail(psLimits, e)
 			return
 		}
 	}
@@ -485,14 +481,6 @@ func prestartChild() {
 		return
 	}
 	prestarted.Listener = int(l)
-	for i := uint32(0); i < h.NLimits; i++ {
-		lim := (*planLimit)(unsafe.Pointer(planAt(h.OffLimits+i*uint32(unsafe.Sizeof(planLimit{})), 0)))
-		r := unix.Rlimit{Cur: lim.Cur, Max: lim.Max}
-		if _, e := raw(unix.SYS_PRLIMIT64, 0, uintptr(lim.Resource), uintptr(unsafe.Pointer(&r)), 0, 0, 0); e != 0 {
-			prestartFail(psLimits, e)
-			return
-		}
-	}
 	if _, e := raw(unix.SYS_CHDIR, ptr(cstr(h.OffDir)), 0, 0, 0, 0, 0); e != 0 {
 		prestartFail(psExec, e)
 		return
@@ -541,40 +529,6 @@ func prestartDropCaps(runAs uintptr) uintptr {
 	return e
 }
 
-// sendStarted writes the Started report: the host's text, the trace if
-// asked for, the closing brace.
-func sendStarted() bool {
-	h := planHead()
-	var out [4096]byte
-	n := copy(out[:], unsafe.Slice(planAt(h.OffReport, h.LenReport), h.LenReport))
-	if h.Flags&planTrace != 0 {
-		n += copy(out[n:], `,"trace":"`)
-		for i := 0; i < prestartMarks; i++ {
-			if i > 0 {
-				out[n] = ' '
-				n++
-			}
-			var d [20]byte
-			j := len(d)
-			v := uint64(prestarted.Marks[i])
-			for {
-				j--
-				d[j] = byte('0' + v%10)
-				v /= 10
-				if v == 0 {
-					break
-				}
-			}
-			n += copy(out[n:], d[j:])
-		}
-		out[n] = '"'
-		n++
-	}
-	n += copy(out[n:], "}\n")
-	w, e := raw(unix.SYS_WRITE, helperReportFD, uintptr(unsafe.Pointer(&out[0])), uintptr(n), 0, 0, 0)
-	return e == 0 && int(w) == n
-}
-
 // atFDCWD is AT_FDCWD as a system call's argument.
 const atFDCWD = ^uintptr(99) // -100
 
@@ -587,4 +541,15 @@ func prestartPath() string {
 		return ""
 	}
 	return unsafe.String(p, nextStr(h.OffPath)-h.OffPath-1)
+}
+
+// prestartConfinement is the Started report's confinement, as the host
+// described it in the plan.
+func prestartConfinement() string {
+	h := planHead()
+	p := planAt(h.OffReport, h.LenReport)
+	if p == nil {
+		return ""
+	}
+	return string(unsafe.Slice(p, h.LenReport))
 }

@@ -2130,3 +2130,34 @@ func TestTempDirOnHost(t *testing.T) {
 		})
 	}
 }
+
+// TestSignalEarly: a SIGTERM to the helper as soon as Start returns
+// reaches the server, every time: the helper reports the server started
+// only once it relays signals (before that, the Go runtime's default for
+// SIGTERM ends the helper and with it the namespace, and init drops a
+// signal it has no handler for).
+func TestSignalEarly(t *testing.T) {
+	requireConfinement(t)
+	for i := range 15 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		p, err := Start(ctx, Config{Name: "early", Argv: []string{hostilePath()}, Worktree: t.TempDir(),
+			HostEnv: []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}})
+		cancel()
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		if err := p.helper.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-p.Done():
+		case <-time.After(10 * time.Second):
+			p.Close(0)
+			t.Fatalf("start %d: the server still runs 10 s after a SIGTERM to the helper: it was lost", i)
+		}
+		if got := p.ExitStatus(); got != "signal: terminated" {
+			t.Errorf("start %d: ExitStatus %q, want signal: terminated (the server's, the signal relayed)", i, got)
+		}
+		p.Close(time.Second)
+	}
+}
