@@ -98,7 +98,11 @@ func (h *helper) send(r report) { h.rep.Write(encodeReport(r)) }
 // fail reports err as the reason the server did not start.
 func (h *helper) fail(err error) {
 	var se *stepError
-	h.send(report{Error: err.Error(), Unsupported: errors.As(err, &se) && se.unsupported})
+	isStep := errors.As(err, &se)
+	// Not the server's exec, whose program the host resolved through no
+	// link (LinkError): a loop there is the program's own business.
+	linked := errors.Is(err, unix.ELOOP) && isStep && se.step != "starting the server"
+	h.send(report{Error: err.Error(), Unsupported: isStep && se.unsupported, Linked: linked})
 }
 
 func helperMain() int {

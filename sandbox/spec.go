@@ -310,6 +310,10 @@ type report struct {
 	// Unsupported marks an Error caused by what the kernel refuses to do
 	// (as opposed to, say, a missing executable).
 	Unsupported bool `json:"unsupported,omitempty"`
+	// Linked marks an Error caused by a granted path that the helper
+	// found to be a symbolic link (ELOOP, opening it refusing links)
+	// where the host had checked a real one: someone swapped it in.
+	Linked bool `json:"linked,omitempty"`
 	// Exit is how the server ended, in the words of os.ProcessState.
 	Exit string `json:"exit,omitempty"`
 	// Alone, with Exit, says every other process of the server is gone

@@ -1395,16 +1395,7 @@ func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process
 		return fail(fmt.Errorf("sandbox: server %q: the sandbox helper ended before starting the server (%s): %w", name, p.ExitStatus(), res.err))
 	}
 	if res.rep.Error != "" {
-		if res.rep.Unsupported {
-			if st.userNS {
-				// In a user namespace the kernel gave, a step that needs
-				// its privileges failed (an AppArmor policy empties them).
-				why := "in the user namespace the kernel gave, " + res.rep.Error
-				return fail(&userNSError{why, unsupported(name, why)})
-			}
-			return fail(unsupported(name, res.rep.Error))
-		}
-		return fail(fmt.Errorf("sandbox: server %q: %s", name, res.rep.Error))
+		return fail(reportError(name, res.rep, st.userNS))
 	}
 	// The helper could only report after reading the whole spec.
 	<-written
@@ -1449,6 +1440,25 @@ func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process
 		}()
 	}
 	return p, nil
+}
+
+// reportError is Start's error for the helper's report rep of why the
+// server did not start (rep.Error); userNS says the helper ran in a user
+// namespace.
+func reportError(name string, rep report, userNS bool) error {
+	switch {
+	case rep.Linked:
+		// As rootHostError says it where the host opens the grants.
+		return invalidConfig(name, fmt.Errorf("%w: %s: a granted path became a symbolic link while the server started", ErrLinkedPath, rep.Error))
+	case rep.Unsupported && userNS:
+		// In a user namespace the kernel gave, a step that needs its
+		// privileges failed (an AppArmor policy empties them).
+		why := "in the user namespace the kernel gave, " + rep.Error
+		return &userNSError{why, unsupported(name, why)}
+	case rep.Unsupported:
+		return unsupported(name, rep.Error)
+	}
+	return fmt.Errorf("sandbox: server %q: %s", name, rep.Error)
 }
 
 // sendSpec writes payload to the spec socket f, the first bytes in one

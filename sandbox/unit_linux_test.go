@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -861,5 +863,52 @@ func TestSeccompRules(t *testing.T) {
 		if got := runFilter(t, seccompProgram(full), unix.SYS_READ|foreignSyscallBit); got != retErrno(unix.ENOSYS) {
 			t.Errorf("a foreign-ABI read: %#x, want ENOSYS", got)
 		}
+	}
+}
+
+// TestLinkedReport: a helper that meets a granted path swapped for a link
+// (ELOOP, opening it refusing links) says so in its report, and Start's
+// error is then ErrLinkedPath, as where the host opens the grants itself;
+// the server's own exec failing with ELOOP is not that.
+func TestLinkedReport(t *testing.T) {
+	loop := &os.PathError{Op: "open", Path: "/work/data", Err: unix.ELOOP}
+	tests := []struct {
+		name          string
+		err           error
+		linked, unsup bool
+	}{
+		{"a grant opened", failedStep("opening the paths of the Landlock rules", loop), true, false},
+		{"a bind", unsupportedStep("binding /work/data", loop), true, true},
+		{"the server's exec", failedStep("starting the server", fmt.Errorf("exec /work/x: %w", unix.ELOOP)), false, false},
+		{"not a link", unsupportedStep("pivot_root", unix.EINVAL), false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			(&helper{rep: w}).fail(tt.err)
+			w.Close()
+			line, err := io.ReadAll(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := parseReport(bytes.TrimSuffix(line, []byte("\n")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Linked != tt.linked || rep.Unsupported != tt.unsup {
+				t.Fatalf("report %+v: want linked %v, unsupported %v", rep, tt.linked, tt.unsup)
+			}
+			err = reportError("one", rep, false)
+			if got := errors.Is(err, ErrLinkedPath) && errors.Is(err, ErrInvalidConfig); got != tt.linked {
+				t.Errorf("Start's error %v: ErrLinkedPath and ErrInvalidConfig %v, want %v", err, got, tt.linked)
+			}
+			if got := errors.Is(err, ErrUnsupported); got != (tt.unsup && !tt.linked) {
+				t.Errorf("Start's error %v: ErrUnsupported %v", err, got)
+			}
+		})
 	}
 }
