@@ -2161,3 +2161,28 @@ func TestSignalEarly(t *testing.T) {
 		p.Close(time.Second)
 	}
 }
+
+// TestServerSignalMask: the server starts with no signal blocked, whichever
+// way it was started: a helper that blocks signals around the server's
+// start (a vfork child from a Go thread must, until it has reset the Go
+// handlers it shares) must let them through again before the exec. A Go
+// server unblocks what it needs itself, so the server here is grep, which
+// leaves its mask alone.
+func TestServerSignalMask(t *testing.T) {
+	requireConfinement(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := Start(ctx, Config{Name: "mask", Argv: []string{"/usr/bin/grep", "^SigBlk:", "/proc/self/status"},
+		Worktree: t.TempDir(), HostEnv: []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer p.Close(time.Second)
+	out, err := io.ReadAll(p.Stdout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(out)); len(got) != 2 || got[1] != "0000000000000000" {
+		t.Errorf("the server's %q; want no signal blocked", out)
+	}
+}
