@@ -229,6 +229,7 @@ type prestartPlan struct {
 	fds     []int
 }
 
+// close closes the plan's descriptors; a nil plan has none.
 func (pl *prestartPlan) close() {
 	if pl != nil {
 		closeFDs(pl.fds)

@@ -45,16 +45,18 @@ var (
 	prestartArgv, prestartEnv int // indexes into prestartPtrs
 	prestartTS                unix.Timespec
 	prestartStat              unix.Stat_t
-	prestartNum               [24]byte
 	prestartProcFD            [32]byte // "/proc/self/fd/N"
 	prestartMarks             int
 )
 
+// raw is a system call and its errno, as the entry makes them: no
+// scheduler to tell, nothing allocated.
 func raw(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, uintptr) {
 	r, _, e := syscall.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
 	return r, uintptr(e)
 }
 
+// prestartMark records a trace mark, CLOCK_MONOTONIC.
 func prestartMark() {
 	if prestartMarks < len(prestarted.Marks) {
 		raw(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&prestartTS)), 0, 0, 0, 0)
@@ -68,6 +70,7 @@ func planBytes() []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&prestartBuf[0])), len(prestartBuf)*8)
 }
 
+// planHead is the plan's header.
 func planHead() *planHeader { return (*planHeader)(unsafe.Pointer(&prestartBuf[0])) }
 
 // planAt returns a pointer to the byte at off of the plan, or nil if off
@@ -105,6 +108,7 @@ func nextStr(off uint32) uint32 {
 	return 0
 }
 
+// cstrEqual reports whether the NUL-terminated string at p is s.
 func cstrEqual(p *byte, s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := *(*byte)(unsafe.Add(unsafe.Pointer(p), i))
@@ -115,6 +119,7 @@ func cstrEqual(p *byte, s string) bool {
 	return *(*byte)(unsafe.Add(unsafe.Pointer(p), len(s))) == 0
 }
 
+// prestartFail records that step failed with errno.
 func prestartFail(step int, errno uintptr) {
 	prestarted.Step = step
 	prestarted.Errno = errno
@@ -258,18 +263,19 @@ func procFDPath(fd int32) *byte {
 	return &prestartProcFD[0]
 }
 
+// NUL-terminated strings the entry's system calls take, in static memory.
 var (
 	cEmpty   = [1]byte{0}
 	cSlash   = [2]byte{'/', 0}
 	cDot     = [2]byte{'.', 0}
 	cScratch = [5]byte{'/', 't', 'm', 'p', 0}
-	cProcRel = [5]byte{'p', 'r', 'o', 'c', 0}
 	cProc    = [5]byte{'p', 'r', 'o', 'c', 0}
 	cDir     = [4]byte{'d', 'i', 'r', 0}
 	cFile    = [5]byte{'f', 'i', 'l', 'e', 0}
 	cZero    = [1]byte{'0'}
 )
 
+// ptr is b as a system call's argument.
 func ptr(b *byte) uintptr { return uintptr(unsafe.Pointer(b)) }
 
 // runPlan is applyMounts, enterRoot, maskProc, the /proc rules, the
@@ -301,7 +307,7 @@ func runPlan() {
 	}
 	prestartMark()
 	// enterRoot: a fresh /proc beneath the root, then pivot_root.
-	proc, e := raw(unix.SYS_OPENAT2, root, ptr(&cProcRel[0]), uintptr(unsafe.Pointer(&unix.OpenHow{
+	proc, e := raw(unix.SYS_OPENAT2, root, ptr(&cProc[0]), uintptr(unsafe.Pointer(&unix.OpenHow{
 		Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
 	})), unsafe.Sizeof(unix.OpenHow{}), 0, 0)
 	if e != 0 {
