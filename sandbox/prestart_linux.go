@@ -87,8 +87,8 @@ type planHeader struct {
 	OffEnv    uint32
 	OffMasks  uint32 // /proc paths to cover
 	OffLate   uint32 // NLate planLate
-	OffReport uint32 // the Started report's Confinement
-	LenReport uint32
+	OffConf   uint32 // the Started report's Confinement
+	LenConf   uint32
 }
 
 // The plan's descriptors, in the order they come.
@@ -327,7 +327,7 @@ func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
 		limits = append(limits, planLimit{Resource: uint32(l.resource), Cur: lim.Cur, Max: lim.Max})
 	}
 	filter := seccompProgram(serverFilter(sp, abi))
-	rep := []byte(confinement(abi, sp, false))
+	conf := confinement(abi, sp, false)
 
 	h := planHeader{
 		Magic:   planMagic,
@@ -393,9 +393,9 @@ func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
 		off += uint32(bytes.IndexByte(lateData.Bytes()[off-lateStrs:], 0)) + 1
 		b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&l)), unsafe.Sizeof(l)))
 	}
-	h.OffReport = at()
-	h.LenReport = uint32(len(rep))
-	b.Write(rep)
+	h.OffConf = at()
+	h.LenConf = uint32(len(conf))
+	b.WriteString(conf)
 	h.Len = uint32(b.Len())
 	if b.Len() > planMaxLen {
 		return nil, fmt.Errorf("a plan of %d bytes, at most %d", b.Len(), planMaxLen)

@@ -203,44 +203,43 @@ func receivePlan() bool {
 		prestartFail(psSpec, 0)
 		return false
 	}
-	// argv and the environment, as execve takes them.
-	k := 0
-	off := h.OffArgv
-	prestartArgv = k
-	for i := uint32(0); i < h.NArgv; i++ {
-		p := cstr(off)
-		if p == nil || k >= planMaxPtrs-2 {
-			prestartFail(psSpec, 0)
-			return false
-		}
-		prestartPtrs[k] = p
-		k++
-		off = nextStr(off)
+	// argv and the environment, as execve takes them: each list of
+	// strings, then a nil.
+	prestartArgv = 0
+	prestartEnv = cstrList(h.OffArgv, h.NArgv, prestartArgv)
+	if prestartEnv < 0 || cstrList(h.OffEnv, h.NEnv, prestartEnv) < 0 {
+		prestartFail(psSpec, 0)
+		return false
 	}
-	prestartPtrs[k] = nil
-	k++
-	prestartEnv = k
-	off = h.OffEnv
-	for i := uint32(0); i < h.NEnv; i++ {
-		p := cstr(off)
-		if p == nil || k >= planMaxPtrs-1 {
-			prestartFail(psSpec, 0)
-			return false
-		}
-		prestartPtrs[k] = p
-		k++
-		off = nextStr(off)
-	}
-	prestartPtrs[k] = nil
 	if cstr(h.OffPath) == nil || cstr(h.OffDir) == nil ||
 		planAt(h.OffLimits, h.NLimits*uint32(unsafe.Sizeof(planLimit{}))) == nil ||
 		planAt(h.OffFilter, h.NFilter*uint32(unsafe.Sizeof(unix.SockFilter{}))) == nil ||
 		planAt(h.OffLate, h.NLate*uint32(unsafe.Sizeof(planLate{}))) == nil ||
-		planAt(h.OffReport, h.LenReport) == nil || h.NFilter == 0 || h.NFilter > 0xffff {
+		planAt(h.OffConf, h.LenConf) == nil || h.NFilter == 0 || h.NFilter > 0xffff {
 		prestartFail(psSpec, 0)
 		return false
 	}
 	return true
+}
+
+// cstrList puts pointers to the n NUL-terminated strings at off, and a
+// nil after them, into prestartPtrs from k on. It returns the index after
+// the nil, or -1 if the strings do not hold together or do not fit.
+func cstrList(off, n uint32, k int) int {
+	for i := uint32(0); i < n; i++ {
+		p := cstr(off)
+		if p == nil || k >= planMaxPtrs-1 {
+			return -1
+		}
+		prestartPtrs[k] = p
+		k++
+		off = nextStr(off)
+	}
+	if k >= planMaxPtrs {
+		return -1
+	}
+	prestartPtrs[k] = nil
+	return k + 1
 }
 
 // procFDPath is "/proc/self/fd/" and fd, NUL-terminated.
@@ -553,9 +552,9 @@ func prestartPath() string {
 // described it in the plan.
 func prestartConfinement() string {
 	h := planHead()
-	p := planAt(h.OffReport, h.LenReport)
+	p := planAt(h.OffConf, h.LenConf)
 	if p == nil {
 		return ""
 	}
-	return string(unsafe.Slice(p, h.LenReport))
+	return string(unsafe.Slice(p, h.LenConf))
 }

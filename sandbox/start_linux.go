@@ -1230,7 +1230,7 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 	// the host builds the root (prestart_linux.go); the host program
 	// re-executed has no such entry.
 	plan := prestartWanted() && !cl.off && !cl.reduced && !userNS && !cl.proxy &&
-		!opts.selfHelper && opts.helper == "" && path != selfExe && detachedTreesWork()
+		opts.helper == "" && path != selfExe && detachedTreesWork()
 	args := []string{helperArg0}
 	if plan {
 		args = append(args, helperPlanArg)
