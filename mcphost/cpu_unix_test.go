@@ -15,3 +15,15 @@ func hostCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// opCPU returns the CPU time this process and its reaped descendants have
+// used so far: the host, and the servers, helpers and their children once
+// they were waited for. Kernel threads' work (a namespace's teardown) is in
+// neither.
+func opCPU() time.Duration {
+	var self, children syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children) != nil {
+		return 0
+	}
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano())
+}

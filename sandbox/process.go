@@ -148,9 +148,12 @@ type Process struct {
 	stdout      *os.File
 	confinement string
 	tempDir     string
-	tempOnHost  bool   // tempDir was made on the host; Close removes it
-	tempHome    string // removed by Close too, if not ""
-	helper      *os.Process
+	tempOnHost  bool // tempDir was made on the host; Close removes it
+	// removeTmpPoint removes the empty mount point of tempDir that Start
+	// made in a private home (prepareHome), or is nil.
+	removeTmpPoint func() error
+	tempHome       string // removed by Close too, if not ""
+	helper         *os.Process
 	// lifeline is the host's end of the spec socket. The helper ends the
 	// server when it reads EOF: when Close closes it, or when the host
 	// dies and the kernel closes it.
@@ -384,6 +387,11 @@ func (p *Process) close(grace time.Duration) error {
 	if p.tempHome != "" {
 		if err := removeAll(p.tempHome); err != nil {
 			errs = append(errs, fmt.Errorf("removing the temporary home directory: %w", err))
+		}
+	}
+	if p.removeTmpPoint != nil {
+		if err := p.removeTmpPoint(); err != nil {
+			errs = append(errs, fmt.Errorf("removing the mount point of its TMPDIR in its home: %w", err))
 		}
 	}
 	tr.mark("tmp-remove")

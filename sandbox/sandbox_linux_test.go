@@ -2079,14 +2079,7 @@ func TestTempDirOnHost(t *testing.T) {
 	}
 	// The host's temporary directory beneath HOME, and a private home
 	// shown there: the mount point is made in the private home.
-	realHome := t.TempDir()
-	homeTmp := filepath.Join(realHome, "tmp")
-	privateHome := filepath.Join(t.TempDir(), "home")
-	for _, d := range []string{homeTmp, privateHome} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	realHome, homeTmp, privateHome := tmpBeneathHome(t)
 	// The host's temporary directory through a symbolic link.
 	linkedTmp := filepath.Join(t.TempDir(), "tmp-link")
 	if err := os.Symlink(homeTmp, linkedTmp); err != nil {
@@ -2126,8 +2119,97 @@ func TestTempDirOnHost(t *testing.T) {
 				if _, err := os.Stat(tmp); err == nil {
 					t.Errorf("TempDir %s is still on the host after Close", tmp)
 				}
+				if c.cfg.Home != "" {
+					// Its mount point, made in the private home for this
+					// start, goes with it: a persistent home must not keep
+					// one empty directory per start.
+					point := filepath.Join(c.cfg.Home, strings.TrimPrefix(tmp, realHome))
+					if _, err := os.Lstat(point); err == nil {
+						t.Errorf("the mount point %s of TempDir is still in the private home after Close", point)
+					}
+				}
 			})
 		})
+	}
+}
+
+// tmpBeneathHome makes a HOME (realHome) with a directory in it for the
+// host's TMPDIR (homeTmp), and a private home for the server, which is
+// shown at realHome: the mount point of the server's TMPDIR is then made
+// in privateHome.
+func tmpBeneathHome(t *testing.T) (realHome, homeTmp, privateHome string) {
+	t.Helper()
+	realHome = t.TempDir()
+	homeTmp = filepath.Join(realHome, "tmp")
+	privateHome = filepath.Join(t.TempDir(), "home")
+	for _, d := range []string{homeTmp, privateHome} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return realHome, homeTmp, privateHome
+}
+
+// TestTempDirPointFailedStart: a start that fails after it made the mount
+// point of TMPDIR in a private home (a grant swapped for a link while it
+// starts) leaves nothing of it there.
+func TestTempDirPointFailedStart(t *testing.T) {
+	requireConfinement(t)
+	realHome, homeTmp, privateHome := tmpBeneathHome(t)
+	t.Setenv("TMPDIR", homeTmp)
+	peer := t.TempDir()
+	data := filepath.Join(peer, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	swap := func() {
+		if err := os.Remove(data); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(t.TempDir(), data); err != nil {
+			t.Error(err)
+		}
+	}
+	cfg := Config{Name: "failed", Argv: []string{hostilePath()}, Worktree: t.TempDir(), Home: privateHome,
+		HostEnv: []string{"PATH=/usr/bin:/bin", "HOME=" + realHome}, Read: []string{data}, PeerWrite: []string{peer}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := start(ctx, cfg, startOptions{beforeLaunch: swap})
+	if err == nil {
+		p.Close(0)
+		t.Fatal("Start succeeded with a grant swapped for a link")
+	}
+	ents, err := os.ReadDir(filepath.Join(privateHome, "tmp"))
+	if err != nil {
+		t.Fatalf("the start made no mount point in the private home (%v): the test tests nothing", err)
+	}
+	for _, e := range ents {
+		t.Errorf("the failed start left %s in the private home", filepath.Join(privateHome, "tmp", e.Name()))
+	}
+}
+
+// TestTempDirPointNoLink: the server writes its private home, so by Close
+// a parent of its TMPDIR's mount point there may be a link it made to
+// elsewhere on the host; Close then removes nothing through it.
+func TestTempDirPointNoLink(t *testing.T) {
+	requireConfinement(t)
+	realHome, homeTmp, privateHome := tmpBeneathHome(t)
+	t.Setenv("TMPDIR", homeTmp)
+	s := startHostile(t, Config{Worktree: t.TempDir(), Home: privateHome, HostEnv: []string{"PATH=/usr/bin:/bin", "HOME=" + realHome}})
+	tmp := s.p.TempDir()
+	// An empty directory of the mount point's name, elsewhere on the host.
+	elsewhere := t.TempDir()
+	victim := filepath.Join(elsewhere, filepath.Base(tmp))
+	if err := os.Mkdir(victim, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s.must("rename", homeTmp, homeTmp+"-moved")
+	s.must("symlink", elsewhere, homeTmp)
+	if err := s.p.Close(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("Close removed %s through the link the server made in its home: %v", victim, err)
 	}
 }
 

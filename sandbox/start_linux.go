@@ -163,6 +163,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	}
 	home := cfg.Home
 	tempHome := ""
+	var removeTmpPoint func() error // prepareHome's mount point for TMPDIR
 	cleanup := func() {
 		if st != nil {
 			// Before the cgroups' removal: the helper is in them.
@@ -174,6 +175,9 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		}
 		if tempHome != "" {
 			removeAll(tempHome)
+		}
+		if removeTmpPoint != nil {
+			removeTmpPoint()
 		}
 	}
 	if cfg.TempHome && !cfg.Off {
@@ -189,7 +193,13 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		return nil, err
 	}
 	sp.MaxABI = opts.maxABI
-	if err := prepareHome(sp); err != nil {
+	tmpPoint, err := prepareHome(sp)
+	if tmpPoint != "" {
+		// Removed with everything else if the start fails, else by Close.
+		homeSource := sp.HomeSource
+		removeTmpPoint = func() error { return removeMountPoint(homeSource, tmpPoint) }
+	}
+	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("sandbox: server %q: preparing its home directory %s: %w (removing that directory resets the server's home)", cfg.Name, sp.HomeSource, err)
 	}
@@ -319,6 +329,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	}
 	p.tempDir, p.tempOnHost = tmp, tmpMade
 	p.tempHome = tempHome
+	p.removeTmpPoint = removeTmpPoint
 	tr.mark("finish")
 	tr.print()
 	p.trace = tr != nil
@@ -1237,9 +1248,17 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 	}
 	newCmd := func(path string) *exec.Cmd {
 		return &exec.Cmd{
-			Path:        path,
-			Args:        args,
-			Env:         []string{},
+			Path: path,
+			Args: args,
+			// The helper's whole environment; the server never inherits
+			// it (the helper execs the server with the spec's). One P:
+			// the helper's runtime starts beside the server's own start,
+			// on the same cores, and its few goroutines (the relay, the
+			// reaper, the umask answers) mostly block. With one P they
+			// share a thread and never wake a second one to spin for
+			// work: the helper used 3-5% less CPU per start, about
+			// 0.2 ms (BENCHMARKS.md, "Stop 43").
+			Env:         []string{"GOMAXPROCS=1"},
 			Dir:         "/",
 			Stdin:       stdinR,
 			Stdout:      stdoutW,
@@ -1749,17 +1768,22 @@ func (s *spec) setHome(home string, realHomes, sys []string) error {
 // (a persistent home the server wrote) is used only as an empty place to
 // mount on; a symbolic link or a file where a directory belongs fails the
 // start, with no link followed.
-func prepareHome(s *spec) error {
+//
+// tmpPoint is the mount point it made for the server's TMPDIR, relative to
+// s.HomeSource, or "": its name is new at every start, so the caller
+// removes it once the server is gone (removeMountPoint), or the home
+// would keep one empty directory per start.
+func prepareHome(s *spec) (tmpPoint string, err error) {
 	if s.Home == "" {
-		return nil
+		return "", nil
 	}
 	plan, err := planMounts(s)
 	if err != nil {
-		return err
+		return "", err
 	}
 	root, err := openNoSymlinks(s.HomeSource)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer unix.Close(root)
 	points := plan.Binds
@@ -1780,15 +1804,55 @@ func prepareHome(s *spec) error {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // the helper skips it too
 				}
-				return err
+				return tmpPoint, err
 			}
 			dir = st.IsDir()
 		}
-		mp, err := makeMountPoint(root, "/"+strings.TrimPrefix(b, s.Home+"/"), dir)
+		rel := "/" + strings.TrimPrefix(b, s.Home+"/")
+		mp, err := makeMountPoint(root, rel, dir)
 		if err != nil {
-			return fmt.Errorf("making the mount point of %s: %w", b, err)
+			return tmpPoint, fmt.Errorf("making the mount point of %s: %w", b, err)
 		}
 		unix.Close(mp)
+		if b == plan.Tmp {
+			tmpPoint = rel
+		}
 	}
-	return nil
+	return tmpPoint, nil
+}
+
+// removeMountPoint removes the empty directory rel (absolute, as
+// prepareHome made it) beneath the directory home, following no link: a
+// server that wrote its home may have replaced a parent with one, and the
+// host removes nothing outside the home. A directory that is gone or not
+// empty is left as it is; only an empty mount point is removed.
+func removeMountPoint(home, rel string) error {
+	root, err := openNoSymlinks(home)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	defer unix.Close(root)
+	dir := root
+	if parent := filepath.Dir(rel); parent != "/" {
+		dir, err = unix.Openat2(root, strings.TrimPrefix(parent, "/"), &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
+		})
+		if err != nil {
+			if err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR {
+				return nil // not the place prepareHome made
+			}
+			return &os.PathError{Op: "open", Path: filepath.Join(home, parent), Err: err}
+		}
+		defer unix.Close(dir)
+	}
+	err = unix.Unlinkat(dir, filepath.Base(rel), unix.AT_REMOVEDIR)
+	switch err {
+	case nil, unix.ENOENT, unix.ENOTEMPTY, unix.EEXIST, unix.ENOTDIR:
+		return nil
+	}
+	return &os.PathError{Op: "remove", Path: filepath.Join(home, rel), Err: err}
 }
