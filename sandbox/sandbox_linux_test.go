@@ -1314,9 +1314,16 @@ func nobodyDir(t *testing.T, pattern string) string {
 // the fixture fails otherwise.
 func hostAsNobody(t *testing.T, dir, home string, args ...string) (lines []string, stderr string) {
 	t.Helper()
+	return hostAsNobodyEnv(t, dir, []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, args...)
+}
+
+// hostAsNobodyEnv is hostAsNobody with the host fixture's whole
+// environment env.
+func hostAsNobodyEnv(t *testing.T, dir string, env []string, args ...string) (lines []string, stderr string) {
+	t.Helper()
 	cmd := exec.Command(hostPath(), append([]string{"-hostile", hostilePath()}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	cmd.Env = env
 	cmd.Dir = dir
 	var errBuf lockedBuffer
 	cmd.Stderr = &errBuf
@@ -2113,17 +2120,25 @@ func TestTempDirOnHost(t *testing.T) {
 					t.Errorf("TempDir %s on the host: %v, want it there: %v", tmp, err, c.onHost)
 				}
 				s.must("write", filepath.Join(tmp, "scratch"))
+				// Where the mount point of TMPDIR is made in the private
+				// home, if anywhere (realHome is resolved, as tmp is).
+				point := ""
+				if c.cfg.Home != "" {
+					point = filepath.Join(c.cfg.Home, strings.TrimPrefix(tmp, realHome))
+					if _, err := os.Lstat(point); err != nil {
+						t.Fatalf("no mount point of TempDir in the private home before Close (%v): the check below would test nothing", err)
+					}
+				}
 				if err := s.p.Close(time.Second); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := os.Stat(tmp); err == nil {
 					t.Errorf("TempDir %s is still on the host after Close", tmp)
 				}
-				if c.cfg.Home != "" {
+				if point != "" {
 					// Its mount point, made in the private home for this
 					// start, goes with it: a persistent home must not keep
 					// one empty directory per start.
-					point := filepath.Join(c.cfg.Home, strings.TrimPrefix(tmp, realHome))
 					if _, err := os.Lstat(point); err == nil {
 						t.Errorf("the mount point %s of TempDir is still in the private home after Close", point)
 					}
@@ -2139,7 +2154,12 @@ func TestTempDirOnHost(t *testing.T) {
 // in privateHome.
 func tmpBeneathHome(t *testing.T) (realHome, homeTmp, privateHome string) {
 	t.Helper()
-	realHome = t.TempDir()
+	// Resolved, as the server's TMPDIR is: the test's temporary
+	// directory may lie behind a link.
+	realHome, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	homeTmp = filepath.Join(realHome, "tmp")
 	privateHome = filepath.Join(t.TempDir(), "home")
 	for _, d := range []string{homeTmp, privateHome} {
@@ -2210,6 +2230,37 @@ func TestTempDirPointNoLink(t *testing.T) {
 	}
 	if _, err := os.Stat(victim); err != nil {
 		t.Errorf("Close removed %s through the link the server made in its home: %v", victim, err)
+	}
+}
+
+// TestTempDirPointLocked: as an ordinary user (nobody), whose host has no
+// power over permissions, a server that takes the permissions off the
+// parent of its TMPDIR's mount point in its private home leaves that
+// empty directory there, and does not make Close fail.
+func TestTempDirPointLocked(t *testing.T) {
+	requireConfinement(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the host fixture as nobody")
+	}
+	wt := nobodyDir(t, "mcphost-locked-wt-")
+	home := nobodyDir(t, "mcphost-locked-home-")
+	privateHome := nobodyDir(t, "mcphost-locked-private-home-")
+	homeTmp := filepath.Join(home, "tmp")
+	if err := os.Mkdir(homeTmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(homeTmp, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	// The server sees its private home at HOME: this is the parent of the
+	// mount point there.
+	ops := fmt.Sprintf(`[{"op":"chmod-mode","args":[%q,"0"]}]`, homeTmp)
+	t.Cleanup(func() { os.Chmod(filepath.Join(privateHome, "tmp"), 0o700) })
+	// The fixture fails if Close does.
+	lines, stderr := hostAsNobodyEnv(t, wt, []string{"HOME=" + home, "PATH=/usr/bin:/bin", "TMPDIR=" + homeTmp},
+		"-worktree", wt, "-home", home, "-private-home", privateHome, "-ops", ops)
+	if len(lines) < 3 || lines[2] != `{"ok":true}` {
+		t.Fatalf("host fixture output (want the chmod done):\n%s\nstderr: %s", strings.Join(lines, "\n"), stderr)
 	}
 }
 

@@ -1824,8 +1824,11 @@ func prepareHome(s *spec) (tmpPoint string, err error) {
 // removeMountPoint removes the empty directory rel (absolute, as
 // prepareHome made it) beneath the directory home, following no link: a
 // server that wrote its home may have replaced a parent with one, and the
-// host removes nothing outside the home. A directory that is gone or not
-// empty is left as it is; only an empty mount point is removed.
+// host removes nothing outside the home. A directory that is gone, not
+// empty, or made unreachable (a server may take the permissions off its
+// own directories) is left as it is: one empty directory in the server's
+// own home, not a reason to fail Close. Only an empty mount point is
+// removed.
 func removeMountPoint(home, rel string) error {
 	root, err := openNoSymlinks(home)
 	if err != nil {
@@ -1842,8 +1845,9 @@ func removeMountPoint(home, rel string) error {
 			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
 		})
 		if err != nil {
-			if err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR {
-				return nil // not the place prepareHome made
+			switch err {
+			case unix.ENOENT, unix.ELOOP, unix.ENOTDIR, unix.EXDEV, unix.EACCES, unix.EPERM:
+				return nil // not the place prepareHome made, or not ours to enter
 			}
 			return &os.PathError{Op: "open", Path: filepath.Join(home, parent), Err: err}
 		}
@@ -1851,7 +1855,7 @@ func removeMountPoint(home, rel string) error {
 	}
 	err = unix.Unlinkat(dir, filepath.Base(rel), unix.AT_REMOVEDIR)
 	switch err {
-	case nil, unix.ENOENT, unix.ENOTEMPTY, unix.EEXIST, unix.ENOTDIR:
+	case nil, unix.ENOENT, unix.ENOTEMPTY, unix.EEXIST, unix.ENOTDIR, unix.EACCES, unix.EPERM, unix.EBUSY:
 		return nil
 	}
 	return &os.PathError{Op: "remove", Path: filepath.Join(home, rel), Err: err}
