@@ -41,8 +41,8 @@ type cgroup struct {
 // A host that is killed cannot remove its cgroups, so first it removes
 // those a host that is gone left beside where it makes its own (see
 // sweepCgroups).
-func newCgroup(name string, l Limits) (*cgroup, error) {
-	v1, v2, err := ownCgroups()
+func newCgroup(name string, l Limits, own ownCgroups) (*cgroup, error) {
+	v1, v2, err := own.v1, own.v2, own.err
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func newCgroup(name string, l Limits) (*cgroup, error) {
 }
 
 // warmCgroupMigration moves the host process into the cgroup own, which
-// newCgroup read from /proc/self/cgroup a moment before: that changes
+// Start read from /proc/self/cgroup a moment before: that changes
 // nothing, and makes the move of the helper into the server's cgroup, a
 // few milliseconds later, fast. It is used where the helper is moved
 // (cgroup v2; on v1 the helper's thread that starts the server joins the
@@ -135,10 +135,10 @@ type earlyCgroup struct {
 // startCgroup makes the server's cgroups (newCgroup) in the background,
 // and then, on cgroup v2, warms the kernel's cgroup migration
 // (warmCgroupMigration).
-func startCgroup(name string, l Limits) *earlyCgroup {
+func startCgroup(name string, l Limits, own ownCgroups) *earlyCgroup {
 	e := &earlyCgroup{done: make(chan struct{})}
 	go func() {
-		e.cg, e.err = newCgroup(name, l)
+		e.cg, e.err = newCgroup(name, l, own)
 		close(e.done)
 		if e.err == nil && e.cg.version == 2 {
 			// On v1 a thread of the helper joins them instead
@@ -168,21 +168,32 @@ func (e *earlyCgroup) discard() {
 
 // hostCgroupV1 reports whether newCgroup makes cgroup v1 directories for
 // this host's servers: the host is in a v1 pids hierarchy.
-func hostCgroupV1() bool {
-	v1, _, err := ownCgroups()
-	_, ok := v1["pids"]
-	return err == nil && ok
+func hostCgroupV1() bool { return readOwnCgroups().isV1() }
+
+// ownCgroups are the host process's own cgroups, as /proc/self/cgroup
+// said when read: v1 maps each v1 controller to its path, v2 is the path
+// in the unified hierarchy ("" if none); err says why they could not be
+// read. Start reads them once, for both what it decides before the
+// helper's start and the cgroups it makes beside it.
+type ownCgroups struct {
+	v1  map[string]string
+	v2  string
+	err error
 }
 
-// ownCgroups reads the host process's own cgroups: v1 maps each v1
-// controller to its path, v2 is the path in the unified hierarchy ("" if
-// none).
-func ownCgroups() (v1 map[string]string, v2 string, err error) {
+// isV1 reports whether the host is in a v1 pids hierarchy.
+func (o ownCgroups) isV1() bool {
+	_, ok := o.v1["pids"]
+	return o.err == nil && ok
+}
+
+// readOwnCgroups reads the host process's own cgroups.
+func readOwnCgroups() ownCgroups {
 	own, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return nil, "", err
+		return ownCgroups{err: err}
 	}
-	v1 = map[string]string{}
+	o := ownCgroups{v1: map[string]string{}}
 	sc := bufio.NewScanner(bytes.NewReader(own))
 	for sc.Scan() {
 		parts := strings.SplitN(sc.Text(), ":", 3)
@@ -190,14 +201,14 @@ func ownCgroups() (v1 map[string]string, v2 string, err error) {
 			continue
 		}
 		if parts[0] == "0" && parts[1] == "" {
-			v2 = parts[2]
+			o.v2 = parts[2]
 			continue
 		}
 		for _, c := range strings.Split(parts[1], ",") {
-			v1[c] = parts[2]
+			o.v1[c] = parts[2]
 		}
 	}
-	return v1, v2, nil
+	return o
 }
 
 // cgroupOwner names the host process that made a cgroup: its PID

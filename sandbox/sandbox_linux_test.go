@@ -970,7 +970,8 @@ func TestHostDeath(t *testing.T) {
 // pid, beside this process's own.
 func hostCgroups(t *testing.T, pid int) []string {
 	t.Helper()
-	v1, v2, err := ownCgroups()
+	own := readOwnCgroups()
+	v1, v2, err := own.v1, own.v2, own.err
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1895,7 +1896,8 @@ func TestSweepCgroups(t *testing.T) {
 	if !dropsRoot() {
 		t.Skip("only a root host makes cgroups")
 	}
-	v1, v2, err := ownCgroups()
+	own := readOwnCgroups()
+	v1, v2, err := own.v1, own.v2, own.err
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1994,7 +1996,8 @@ func TestLimitAboveServer(t *testing.T) {
 	if !dropsRoot() {
 		t.Skip("only a root host makes cgroups")
 	}
-	v1, _, err := ownCgroups()
+	own := readOwnCgroups()
+	v1, err := own.v1, own.err
 	if err != nil || v1["pids"] == "" || v1["memory"] == "" {
 		t.Skipf("needs cgroup v1's pids and memory hierarchies to put the host in a cgroup of its own (%v)", err)
 	}

@@ -93,7 +93,8 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	if !cfg.Off && dropsRoot() {
 		// The server's cgroups need nothing of what follows: they are
 		// made meanwhile.
-		early = startCgroup(cfg.Name, cfg.Limits.withDefaults())
+		own := readOwnCgroups()
+		early = startCgroup(cfg.Name, cfg.Limits.withDefaults(), own)
 		if lease, err = takeServerID(); err != nil {
 			early.discard()
 			return nil, unsupported(cfg.Name, "no uid of its own for the server: "+err.Error()+"; or run the host as an ordinary user")
@@ -116,7 +117,7 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		// server's cgroups itself (spec.CgroupsSelf), so the helper's
 		// start waits for nothing of them; on v2 the host moves the
 		// helper into them right after starting it.
-		selfJoin = !opts.moveHelper && hostCgroupV1()
+		selfJoin = !opts.moveHelper && own.isV1()
 		cl := clone{
 			network:  cfg.Network,
 			proxy:    cfg.Proxy != nil && !cfg.Network,
