@@ -19,11 +19,11 @@ func hostCPU() time.Duration {
 // opCPU returns the CPU time this process and its reaped descendants have
 // used so far: the host, and the servers, helpers and their children once
 // they were waited for. Kernel threads' work (a namespace's teardown) is in
-// neither.
-func opCPU() time.Duration {
-	var self, children syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children) != nil {
-		return 0
+// neither. ok is false where the descendants' time is not kept.
+func opCPU() (cpu time.Duration, ok bool) {
+	var children syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children); err != nil {
+		return 0, false
 	}
-	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano())
+	return hostCPU() + time.Duration(children.Utime.Nano()+children.Stime.Nano()), true
 }

@@ -17,5 +17,5 @@ func hostCPU() time.Duration {
 	return time.Duration((ticks(kernel) + ticks(user)) * 100)
 }
 
-// opCPU is hostCPU: Windows keeps no total for a process's children.
-func opCPU() time.Duration { return hostCPU() }
+// opCPU reports nothing: Windows keeps no total for a process's children.
+func opCPU() (time.Duration, bool) { return 0, false }

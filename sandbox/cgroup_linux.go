@@ -166,10 +166,6 @@ func (e *earlyCgroup) discard() {
 	}
 }
 
-// hostCgroupV1 reports whether newCgroup makes cgroup v1 directories for
-// this host's servers: the host is in a v1 pids hierarchy.
-func hostCgroupV1() bool { return readOwnCgroups().isV1() }
-
 // ownCgroups are the host process's own cgroups, as /proc/self/cgroup
 // said when read: v1 maps each v1 controller to its path, v2 is the path
 // in the unified hierarchy ("" if none); err says why they could not be
@@ -181,10 +177,11 @@ type ownCgroups struct {
 	err error
 }
 
-// isV1 reports whether the host is in a v1 pids hierarchy.
+// isV1 reports whether the host is in a v1 pids hierarchy: newCgroup
+// then makes cgroup v1 directories for its servers.
 func (o ownCgroups) isV1() bool {
-	_, ok := o.v1["pids"]
-	return o.err == nil && ok
+	_, ok := o.v1["pids"] // none where err is set
+	return ok
 }
 
 // readOwnCgroups reads the host process's own cgroups.

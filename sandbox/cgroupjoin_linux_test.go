@@ -38,7 +38,7 @@ func TestCgroupJoin(t *testing.T) {
 			// it. (Where it was not, its thread that forked the server was
 			// in them until it ended, a moment after the fork: wait for
 			// that.)
-			wantHelper := move || !hostCgroupV1()
+			wantHelper := move || !readOwnCgroups().isV1()
 			for _, d := range dirs {
 				var procs []string
 				for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {

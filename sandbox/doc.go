@@ -35,9 +35,9 @@
 // one.
 // Importers add nothing to main for this either: the package's init
 // function checks for the helper's marker (an argument vector of exactly
-// "mcphost-sandbox-helper", or that and "plan", with the spec on an
-// inherited socket at descriptor 3) and, only then, runs the helper and exits; in every other
-// process it returns at once. This works for any program that imports the
+// "mcphost-sandbox-helper", or that and "plan", with the spec, or a plan,
+// on an inherited socket at descriptor 3) and, only then, runs the helper
+// and exits; in every other process it returns at once. This works for any program that imports the
 // package, go test binaries included. Two consequences: the re-executed
 // helper runs the init functions of the packages initialized before this
 // one (nothing else of the program: not main, not the init functions of the
@@ -56,6 +56,9 @@
 // that as a plan, and the embedded helper's entry point starts the server
 // from it before the helper's Go runtime starts (the prestart,
 // prestart_linux.go): the runtime's start then runs beside the server's.
+// What the entry does not do (a network proxy's listeners, a user
+// namespace's limits, a probe) and a plan the host cannot make go to the
+// Go helper, with the spec.
 //
 // # The model
 //

@@ -37,7 +37,9 @@ const maxIdmap = 253
 
 // init turns this process into the sandbox helper when, and only when, it
 // was started as one by Start or Probe: its argument vector is exactly
-// ["mcphost-sandbox-helper"]. Then the helper runs here, before main (or a
+// ["mcphost-sandbox-helper"], or that and "plan" (the embedded program,
+// whose entry took the plan first: prestart_linux.go). Then the helper
+// runs here, before main (or a
 // test binary's TestMain), and the process exits when it is done; nothing
 // else of the program runs. Any other process returns from init at once,
 // after starting one goroutine (below).
@@ -101,7 +103,7 @@ func (h *helper) fail(err error) {
 	isStep := errors.As(err, &se)
 	// Not the server's exec, whose program the host resolved through no
 	// link (LinkError): a loop there is the program's own business.
-	linked := errors.Is(err, unix.ELOOP) && isStep && se.step != "starting the server"
+	linked := errors.Is(err, unix.ELOOP) && isStep && se.step != stepStartServer
 	h.send(report{Error: err.Error(), Unsupported: isStep && se.unsupported, Linked: linked})
 }
 
@@ -724,6 +726,11 @@ func (l serverLimit) set() error {
 	return nil
 }
 
+// stepStartServer is the step of the server's fork and exec, by either
+// helper: an ELOOP there is the program's own business, not a grant
+// swapped for a link (fail).
+const stepStartServer = "starting the server"
+
 // startServer forks and execs the server from the calling thread, with the
 // helper's stdio and nothing else.
 func startServer(s *spec) (int, error) {
@@ -737,7 +744,7 @@ func startServer(s *spec) (int, error) {
 		if errors.Is(err, syscall.EACCES) && !s.Off {
 			hint = " (inside the sandbox: is the program, or a library or interpreter it needs, outside the readable paths? add its directory to read)"
 		}
-		return 0, failedStep("starting the server", fmt.Errorf("exec %s: %w%s", s.Path, err, hint))
+		return 0, failedStep(stepStartServer, fmt.Errorf("exec %s: %w%s", s.Path, err, hint))
 	}
 	return pid, nil
 }

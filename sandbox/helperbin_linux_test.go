@@ -158,7 +158,9 @@ func TestStartHelperProgram(t *testing.T) {
 // TestHelperFallback: when the helper program cannot be executed (here a
 // file without execute permission stands in for a memory file a security
 // module refuses), Start runs the host program as the helper instead, and
-// keeps doing so.
+// keeps doing so. Where the host built the root, the start had a plan
+// ready for the helper program's entry, which the host program lacks: it
+// gets the spec instead.
 func TestHelperFallback(t *testing.T) {
 	requireConfinement(t)
 	self, err := os.Executable()

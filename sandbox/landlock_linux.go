@@ -242,21 +242,37 @@ func openRules(s *spec) (rules []llRule, err error) {
 		}
 	}()
 	for _, g := range ruleGrants(s) {
-		fd, err := openNoSymlinks(g.path)
+		r, ok, err := openRule(unix.AT_FDCWD, 0, g)
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) && !g.mustExist {
-				continue
-			}
 			return rules, err
 		}
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			unix.Close(fd)
-			return rules, fmt.Errorf("fstat %s: %w", g.path, err)
+		if ok {
+			rules = append(rules, r)
 		}
-		rules = append(rules, llRule{path: g.path, fd: fd, isDir: st.Mode&unix.S_IFMT == unix.S_IFDIR, access: g.access})
 	}
 	return rules, nil
+}
+
+// openRule opens g's path for its Landlock rule, from dirfd as resolve
+// says (RESOLVE_IN_ROOT: through the root the host built), following no
+// symbolic link; ok is false for a path that is not there and need not be.
+func openRule(dirfd int, resolve uint64, g ruleGrant) (r llRule, ok bool, err error) {
+	fd, err := unix.Openat2(dirfd, g.path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: resolve | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		if err == unix.ENOENT && !g.mustExist {
+			return r, false, nil
+		}
+		return r, false, &os.PathError{Op: "open", Path: g.path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return r, false, fmt.Errorf("fstat %s: %w", g.path, err)
+	}
+	return llRule{path: g.path, fd: fd, isDir: st.Mode&unix.S_IFMT == unix.S_IFDIR, access: g.access}, true, nil
 }
 
 func closeRules(rules []llRule) {

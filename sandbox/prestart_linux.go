@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -24,14 +23,18 @@ import (
 // entry point (prestartEntry, linked with -E on amd64) runs the plan
 // before the runtime starts: it attaches the root, mounts /proc, pivots,
 // masks /proc, adds the /proc rules, and vforks the server, which joins
-// its cgroups, drops its capabilities and uid, restricts itself with
-// Landlock and seccomp, sets its limits and execs. The entry then writes
-// the Started report itself and hands over to the Go runtime, whose
-// helper reads the spec and supervises as ever: its start runs beside the
-// server's.
+// its cgroups, sets its limits, drops its capabilities and uid, restricts
+// itself with Landlock and seccomp and execs. The entry then hands over
+// to the Go runtime, whose helper (runPrestarted) reports the server
+// started once it relays signals, and supervises as ever: its start runs
+// beside the server's.
 //
-// Every step is one the Go helper takes too, in the same order, with the
-// same arguments; the tests run the whole start suite through both.
+// Every step is one the Go helper takes too, with the same arguments; the
+// tests run the whole start suite through both. One order differs: the
+// child sets its limits before it drops its uid, so that a uid already at
+// its process limit fails the exec as the Go helper's fork would, and so
+// while it still holds its capabilities; planLimits refuses a hard limit
+// above the host's, which the Go helper could not set either.
 // Where a step fails, the entry records which and its errno, and the Go
 // helper reports it as its own steps' failures read.
 
@@ -154,14 +157,14 @@ var prestartSteps = [...]struct {
 	psMask:       {"masking /proc", true},
 	psLate:       {"opening the paths of the Landlock rules", false},
 	psJoin:       {"joining the server's cgroups", false},
-	psClone:      {"starting the server", false},
+	psClone:      {stepStartServer, false},
 	psCgroup:     {"joining the server's cgroup", false},
 	psNoNewPrivs: {"prctl(PR_SET_NO_NEW_PRIVS)", true},
 	psCaps:       {"dropping capabilities", true},
 	psLandlock:   {"landlock", true},
 	psSeccomp:    {"seccomp", true},
 	psLimits:     {"setting the server's limits", true},
-	psExec:       {"starting the server", false},
+	psExec:       {stepStartServer, false},
 }
 
 // prestartResult is what the entry leaves for the Go helper, in static
@@ -237,14 +240,46 @@ func (pl *prestartPlan) close() {
 	}
 }
 
+// planLimits are the limits of sp's server, as the entry's child sets
+// them. It still holds every capability then, and so could raise a hard
+// limit above the host's, which the Go helper, having dropped them,
+// cannot: such a limit is refused here, and the Go helper refuses the
+// start in its own words.
+func planLimits(sp *spec) ([]planLimit, error) {
+	var limits []planLimit
+	for _, l := range serverLimits(sp) {
+		lim, err := l.get()
+		if err != nil {
+			return nil, err
+		}
+		var host unix.Rlimit
+		if err := unix.Prlimit(0, l.resource, nil, &host); err != nil {
+			return nil, unsupportedStep("reading "+l.name, err)
+		}
+		if lim.Max > host.Max {
+			return nil, fmt.Errorf("%s of %d is above the host's hard limit, %d", l.name, lim.Max, host.Max)
+		}
+		limits = append(limits, planLimit{Resource: uint32(l.resource), Cur: lim.Cur, Max: lim.Max})
+	}
+	return limits, nil
+}
+
 // buildPlan prepares what the helper's entry needs to start sp's server,
 // whose root the host built (sp.Root): the Landlock ruleset with every
 // rule but those under /proc, the masks' source, the cgroups' tasks files
 // for a self join, the filter, the limits and the Started report. join
 // says the helper waits for cgroupJoined first.
 func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
-	if !sp.Root || sp.rootFile == nil {
+	// What the entry does not do, the Go helper does.
+	switch {
+	case !sp.Root || sp.rootFile == nil:
 		return nil, errors.New("no host-built root")
+	case sp.Off, sp.Reduced, sp.Probe:
+		return nil, errors.New("not a confined server's start")
+	case sp.Proxy != 0:
+		return nil, errors.New("a network proxy's listeners")
+	case len(sp.UserNSLimits) > 0:
+		return nil, errors.New("limits of a user namespace")
 	}
 	pl = &prestartPlan{}
 	defer func() {
@@ -283,22 +318,15 @@ func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
 			lateData.WriteByte(0)
 			continue
 		}
-		fd, err := unix.Openat2(root, g.path, &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-		})
+		r, ok, err := openRule(root, unix.RESOLVE_IN_ROOT, g)
 		if err != nil {
-			if err == unix.ENOENT && !g.mustExist {
-				continue
-			}
-			return nil, failedStep("opening the paths of the Landlock rules", &os.PathError{Op: "open", Path: g.path, Err: err})
+			return nil, failedStep("opening the paths of the Landlock rules", err)
 		}
-		var st unix.Stat_t
-		err = unix.Fstat(fd, &st)
-		if err == nil {
-			err = rs.add(llRule{path: g.path, fd: fd, isDir: st.Mode&unix.S_IFMT == unix.S_IFDIR, access: g.access})
+		if !ok {
+			continue
 		}
-		unix.Close(fd)
+		err = rs.add(r)
+		unix.Close(r.fd)
 		if err != nil {
 			return nil, unsupportedStep("landlock", err)
 		}
@@ -318,13 +346,9 @@ func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
 	if len(pl.fds) > planMaxRights {
 		return nil, fmt.Errorf("%d descriptors, at most %d", len(pl.fds), planMaxRights)
 	}
-	var limits []planLimit
-	for _, l := range serverLimits(sp) {
-		lim, err := l.get()
-		if err != nil {
-			return nil, err
-		}
-		limits = append(limits, planLimit{Resource: uint32(l.resource), Cur: lim.Cur, Max: lim.Max})
+	limits, err := planLimits(sp)
+	if err != nil {
+		return nil, err
 	}
 	filter := seccompProgram(serverFilter(sp, abi))
 	conf := confinement(abi, sp, false)

@@ -199,6 +199,11 @@ type Process struct {
 	joined   chan error
 	joinErr  error
 
+	// ranSelf says run executed the host program as the helper, the
+	// embedded one having failed to execute (set before run reports to
+	// spawn's caller).
+	ranSelf bool
+
 	// trace: Start traced itself, so Close does too
 	// (MCPHOST_START_TRACE); traceExeced and traceJoin are run's
 	// timestamps for Start's trace.

@@ -2151,6 +2151,20 @@ func TestTempDirOnHost(t *testing.T) {
 	}
 }
 
+// swapForLink returns what another server might do while a start goes on
+// (startOptions.beforeLaunch): replace path, checked as a directory, with
+// a symbolic link to target.
+func swapForLink(t *testing.T, path, target string) func() {
+	return func() {
+		if err := os.Remove(path); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(target, path); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // tmpBeneathHome makes a HOME (realHome) with a directory in it for the
 // host's TMPDIR (homeTmp), and a private home for the server, which is
 // shown at realHome: the mount point of the server's TMPDIR is then made
@@ -2185,14 +2199,7 @@ func TestTempDirPointFailedStart(t *testing.T) {
 	if err := os.Mkdir(data, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	swap := func() {
-		if err := os.Remove(data); err != nil {
-			t.Error(err)
-		}
-		if err := os.Symlink(t.TempDir(), data); err != nil {
-			t.Error(err)
-		}
-	}
+	swap := swapForLink(t, data, t.TempDir())
 	cfg := Config{Name: "failed", Argv: []string{hostilePath()}, Worktree: t.TempDir(), Home: privateHome,
 		HostEnv: []string{"PATH=/usr/bin:/bin", "HOME=" + realHome}, Read: []string{data}, PeerWrite: []string{peer}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -2265,6 +2272,11 @@ func TestTempDirPointLocked(t *testing.T) {
 	if len(lines) < 3 || lines[2] != `{"ok":true}` {
 		t.Fatalf("host fixture output (want the chmod done):\n%s\nstderr: %s", strings.Join(lines, "\n"), stderr)
 	}
+	// The point is left where the host may not enter, the server's doing
+	// (this test, root, may).
+	if ents, err := os.ReadDir(filepath.Join(privateHome, "tmp")); err != nil || len(ents) != 1 {
+		t.Errorf("the private home's tmp: %d entries, %v; want the one mount point the locked directory kept", len(ents), err)
+	}
 }
 
 // TestSignalEarly: a SIGTERM to the helper as soon as Start returns
@@ -2283,6 +2295,7 @@ func TestSignalEarly(t *testing.T) {
 			t.Fatalf("Start: %v", err)
 		}
 		if err := p.helper.Signal(syscall.SIGTERM); err != nil {
+			p.Close(0)
 			t.Fatal(err)
 		}
 		select {

@@ -32,7 +32,7 @@ type startOptions struct {
 	// the embedded helper program cannot run.
 	selfHelper bool
 	// helper, when set, is tried as the helper program in place of the
-	// embedded one.
+	// embedded one (a copy of it: it may get a plan).
 	helper string
 	// beforeLaunch, when set, runs after the host has checked and
 	// resolved the config and before the helper gets its spec (a root
@@ -111,8 +111,9 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 		// (a process start each, the first time per host process).
 		go warmOwnerUserNS(cfg.Worktree, lease.uid)
 		// Then the helper itself, which needs none of the spec to start:
-		// its runtime starts while the host prepares the spec below,
-		// which deliver then hands it (and checks that it agrees). On
+		// its clone and exec go on while the host prepares the spec (and
+		// the plan) below, which deliver then hands it (and checks that
+		// it agrees). On
 		// cgroup v1 the helper's thread that starts the server joins the
 		// server's cgroups itself (spec.CgroupsSelf), so the helper's
 		// start waits for nothing of them; on v2 the host moves the
@@ -1134,12 +1135,12 @@ func launch(ctx context.Context, name string, sp *spec, userNS bool, stderr io.W
 	return st.deliver(ctx, name, sp)
 }
 
-// spawn starts starting the helper as cl says, and returns at once: the
+// spawn begins the helper's start as cl says and returns at once: the
 // helper's clone and exec go on beside the caller, whose next call on the
-// result (deliver or abort) waits for them (await) and returns spawn's
-// error if they failed. It takes cl.lease: the helper's Process frees it once
-// the helper reports the server alone or is gone, or spawn does if the
-// helper never ran.
+// result (deliver or abort) waits for them (await) and returns their
+// error if they failed. It takes cl.lease: the helper's Process frees it
+// once the helper reports the server alone or is gone, or once the helper
+// could not be started at all.
 func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptions) (*started, error) {
 	// Descriptors for the child (closed here once it has them) and for
 	// the host.
@@ -1242,9 +1243,11 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 	// the host builds the root (prestart_linux.go); the host program
 	// re-executed has no such entry.
 	plan := prestartWanted() && !cl.off && !cl.reduced && !userNS && !cl.proxy &&
-		opts.helper == "" && path != selfExe && detachedTreesWork()
+		path != selfExe && detachedTreesWork()
 	args := []string{helperArg0}
 	if plan {
+		// The host program, should run fall back to it, takes this too;
+		// having no entry, it gets the spec (deliver sees p.ranSelf).
 		args = append(args, helperPlanArg)
 	}
 	newCmd := func(path string) *exec.Cmd {
@@ -1325,7 +1328,7 @@ func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process
 	var payload []byte
 	var rights []int
 	var plan *prestartPlan
-	if st.plan && sp.Root && !sp.Probe && len(sp.UserNSLimits) == 0 {
+	if st.plan {
 		// The helper's entry starts the server (prestart_linux.go), from
 		// a plan made while its clone and exec go on. What
 		// the host cannot prepare for it (a step the kernel refuses, a
@@ -1343,6 +1346,14 @@ func (st *started) deliver(ctx context.Context, name string, sp *spec) (*Process
 	}
 	if err := st.await(); err != nil {
 		return nil, err
+	}
+	if plan != nil && p.ranSelf {
+		// The embedded program could not be executed, and the host
+		// program, which has no prestart entry, stands in: it gets the
+		// spec. (The deferred close finds the plan closed already.)
+		plan.close()
+		plan, payload, rights = nil, nil, nil
+		tr.note("the Go helper starts the server: the embedded helper could not be executed")
 	}
 	if st.proxyHost != nil {
 		// Every way out of deliver is done with it: the listener it
@@ -1573,6 +1584,7 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 		} else {
 			disableEmbedded(err)
 			err = nil
+			p.ranSelf = true
 		}
 		p.traceExeced = monoNow()
 	}
@@ -1770,8 +1782,9 @@ func (s *spec) setHome(home string, realHomes, sys []string) error {
 // mount on; a symbolic link or a file where a directory belongs fails the
 // start, with no link followed.
 //
-// tmpPoint is the mount point it made for the server's TMPDIR, relative to
-// s.HomeSource, or "": its name is new at every start, so the caller
+// tmpPoint is the mount point it made for the server's TMPDIR, as a path
+// beneath s.HomeSource ("/tmp/mcphost-..."), or "": its name is new at
+// every start, so the caller
 // removes it once the server is gone (removeMountPoint), or the home
 // would keep one empty directory per start.
 func prepareHome(s *spec) (tmpPoint string, err error) {
@@ -1822,8 +1835,8 @@ func prepareHome(s *spec) (tmpPoint string, err error) {
 	return tmpPoint, nil
 }
 
-// removeMountPoint removes the empty directory rel (absolute, as
-// prepareHome made it) beneath the directory home, following no link: a
+// removeMountPoint removes the empty directory rel (a path beneath home,
+// as prepareHome returns it) in the directory home, following no link: a
 // server that wrote its home may have replaced a parent with one, and the
 // host removes nothing outside the home. A directory that is gone, not
 // empty, or made unreachable (a server may take the permissions off its
@@ -1831,33 +1844,33 @@ func prepareHome(s *spec) (tmpPoint string, err error) {
 // own home, not a reason to fail Close. Only an empty mount point is
 // removed.
 func removeMountPoint(home, rel string) error {
-	root, err := openNoSymlinks(home)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+	err := unlinkBeneath(home, rel)
+	for _, left := range []unix.Errno{
+		unix.ENOENT, unix.ENOTEMPTY, unix.EEXIST, unix.ENOTDIR, unix.EBUSY, // gone, or not an empty directory
+		unix.ELOOP, unix.EXDEV, // a link on the way
+		unix.EACCES, unix.EPERM, // the server took the permissions off
+	} {
+		if errors.Is(err, left) {
 			return nil
 		}
+	}
+	return err
+}
+
+// unlinkBeneath removes the directory rel beneath home, following no link.
+func unlinkBeneath(home, rel string) error {
+	root, err := openNoSymlinks(home)
+	if err != nil {
 		return err
 	}
 	defer unix.Close(root)
-	dir := root
-	if parent := filepath.Dir(rel); parent != "/" {
-		dir, err = unix.Openat2(root, strings.TrimPrefix(parent, "/"), &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
-		})
-		if err != nil {
-			switch err {
-			case unix.ENOENT, unix.ELOOP, unix.ENOTDIR, unix.EXDEV, unix.EACCES, unix.EPERM:
-				return nil // not the place prepareHome made, or not ours to enter
-			}
-			return &os.PathError{Op: "open", Path: filepath.Join(home, parent), Err: err}
-		}
-		defer unix.Close(dir)
+	dir, err := openBeneath(root, filepath.Dir(rel))
+	if err != nil {
+		return &os.PathError{Op: "open", Path: filepath.Join(home, filepath.Dir(rel)), Err: errors.Unwrap(err)}
 	}
-	err = unix.Unlinkat(dir, filepath.Base(rel), unix.AT_REMOVEDIR)
-	switch err {
-	case nil, unix.ENOENT, unix.ENOTEMPTY, unix.EEXIST, unix.ENOTDIR, unix.EACCES, unix.EPERM, unix.EBUSY:
-		return nil
+	defer unix.Close(dir)
+	if err := unix.Unlinkat(dir, filepath.Base(rel), unix.AT_REMOVEDIR); err != nil {
+		return &os.PathError{Op: "remove", Path: filepath.Join(home, rel), Err: err}
 	}
-	return &os.PathError{Op: "remove", Path: filepath.Join(home, rel), Err: err}
+	return nil
 }

@@ -224,14 +224,7 @@ func TestLinkedGrants(t *testing.T) {
 		if err := os.Mkdir(data, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		swap := func() {
-			if err := os.Remove(data); err != nil {
-				t.Error(err)
-			}
-			if err := os.Symlink(secretDir, data); err != nil {
-				t.Error(err)
-			}
-		}
+		swap := swapForLink(t, data, secretDir)
 		for _, self := range []bool{false, true} {
 			if err := os.RemoveAll(data); err != nil {
 				t.Fatal(err)

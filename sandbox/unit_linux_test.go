@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -879,7 +880,7 @@ func TestLinkedReport(t *testing.T) {
 	}{
 		{"a grant opened", failedStep("opening the paths of the Landlock rules", loop), true, false},
 		{"a bind", unsupportedStep("binding /work/data", loop), true, true},
-		{"the server's exec", failedStep("starting the server", fmt.Errorf("exec /work/x: %w", unix.ELOOP)), false, false},
+		{"the server's exec", failedStep(stepStartServer, fmt.Errorf("exec /work/x: %w", unix.ELOOP)), false, false},
 		{"not a link", unsupportedStep("pivot_root", unix.EINVAL), false, true},
 	}
 	for _, tt := range tests {
@@ -910,5 +911,40 @@ func TestLinkedReport(t *testing.T) {
 				t.Errorf("Start's error %v: ErrUnsupported %v", err, got)
 			}
 		})
+	}
+}
+
+// TestPlanLimits: the plan takes a hard limit at or below the host's own,
+// and refuses one above it: the entry's child, which sets the limits while
+// it still holds its capabilities, could raise it, where the Go helper,
+// having dropped them, could not. It lowers the hard limit of a process
+// of its own (this test binary again), since that cannot be undone.
+func TestPlanLimits(t *testing.T) {
+	const inChild = "MCPHOST_TEST_PLAN_LIMITS"
+	if os.Getenv(inChild) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPlanLimits$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), inChild+"=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	var host unix.Rlimit
+	if err := unix.Prlimit(0, unix.RLIMIT_NPROC, nil, &host); err != nil {
+		t.Fatal(err)
+	}
+	const hard = 1000
+	if host.Max > hard {
+		if err := unix.Prlimit(0, unix.RLIMIT_NPROC, &unix.Rlimit{Cur: min(host.Cur, hard), Max: hard}, nil); err != nil {
+			t.Fatal(err)
+		}
+		host.Max = hard
+	}
+	lims, err := planLimits(&spec{NProc: int(host.Max)})
+	if err != nil || len(lims) != 1 || lims[0].Max != host.Max || lims[0].Resource != unix.RLIMIT_NPROC {
+		t.Errorf("planLimits(NProc %d) = %+v, %v; want RLIMIT_NPROC %d", host.Max, lims, err, host.Max)
+	}
+	if lims, err := planLimits(&spec{NProc: int(host.Max) + 1}); err == nil || !strings.Contains(err.Error(), "above the host's hard limit") {
+		t.Errorf("planLimits(NProc %d) = %+v, %v; want the refusal of a limit above the host's", host.Max+1, lims, err)
 	}
 }

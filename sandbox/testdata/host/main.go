@@ -61,6 +61,13 @@ func main() {
 	sharedRoot := flag.Bool("shared-root", false, "make every mount shared first, and print the mount points before and after the start")
 	flag.Parse()
 	if *sharedRoot {
+		// Private first, so that what this namespace then shares (with
+		// the servers' namespaces, as a systemd host's would) never
+		// reaches the namespace the test runs in, even when the start
+		// under test gets it wrong.
+		if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+			fatal(err)
+		}
 		if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_SHARED, ""); err != nil {
 			fatal(err)
 		}
