@@ -279,7 +279,16 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 			if left := serverProcesses(t, exe, marker); len(left) > 0 {
 				t.Errorf("after Close, processes of %s are left: %v", tc.server, left)
 			}
+			// The server's processes are gone when Close returns. A
+			// sandbox helper that reported them all reaped may still be
+			// exiting (sandbox.Process.Close does not wait for that, the
+			// kernel's teardown of its namespaces): it must be gone a
+			// moment later.
 			for _, p := range family {
+				isServer := slices.ContainsFunc(running, func(r proc) bool { return r.pid == p.pid })
+				for deadline := time.Now().Add(helperExitWait); !isServer && p.alive() && time.Now().Before(deadline); {
+					time.Sleep(5 * time.Millisecond)
+				}
 				if p.alive() {
 					t.Errorf("after Close, process %v (the server or a helper of its sandbox) is left", p)
 				}

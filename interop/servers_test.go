@@ -32,6 +32,9 @@ const (
 	// sessions, and some servers under test ignore the end of their input,
 	// so each such Close waits this long before it kills.
 	closeGrace = 500 * time.Millisecond
+	// helperExitWait bounds how long a sandbox helper may take to exit
+	// after Close returned (its namespaces' teardown, on a busy machine).
+	helperExitWait = 5 * time.Second
 )
 
 // runMarker is the name of a variable set in every server's environment
