@@ -55,7 +55,8 @@
 // On a root host (amd64, Linux 6.15 or later) the host prepares all of
 // that as a plan, and the embedded helper's entry point starts the server
 // from it before the helper's Go runtime starts (the prestart,
-// prestart_linux.go): the runtime's start then runs beside the server's.
+// prestart_linux.go), then supervises it in raw system calls: on that path
+// the helper's Go runtime never starts.
 // What the entry does not do (a network proxy's listeners, a user
 // namespace's limits, a probe) and a plan the host cannot make go to the
 // Go helper, with the spec.

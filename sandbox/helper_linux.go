@@ -111,7 +111,7 @@ func helperMain() int {
 	if prestarted.Tried {
 		// The entry received a plan on the spec socket: it was started
 		// by Start, with the socket and pipe it checked for.
-		return (&helper{rep: os.NewFile(helperReportFD, "report")}).runPrestarted(os.NewFile(helperSpecFD, "spec"))
+		return (&helper{rep: os.NewFile(helperReportFD, "report")}).runPrestarted()
 	}
 	// Start passes a socket and a pipe, inherited. Descriptors the runtime
 	// opened for itself (an epoll instance, say) are not inherited.
@@ -343,26 +343,19 @@ func (h *helper) runConfined(s *spec, lifeline *os.File) int {
 	return h.confineAndSupervise(s, abi, userNS, lifeline, true)
 }
 
-// runPrestarted is the helper's life after its entry ran the host's plan
-// (prestart_linux.go): it reports the entry's failure, or supervises the
-// server the entry started and reported. The socket is the lifeline from
-// the plan (and the cgroup byte) on: no spec follows.
-func (h *helper) runPrestarted(lifeline *os.File) int {
+// runPrestarted reports what the helper's entry, which ran the host's
+// plan (prestart_linux.go), recorded as its failure. An entry that started
+// the server supervises it itself and never returns to the runtime.
+func (h *helper) runPrestarted() int {
 	r := &prestarted
-	if r.Step != psNone {
-		err := r.err(prestartPath())
+	if r.Step == psNone {
+		err := failedStep("the prestart", errors.New("the entry returned without a failure"))
 		h.fail(err)
-		return exitCodeOf(err)
+		return exitNoExec
 	}
-	helperTraceWanted = r.Trace
-	if r.Trace {
-		// The entry's marks, in place of the runtime's first (init's):
-		// supervise's report adds the runtime's start until then.
-		helperTrace = append([]int64(nil), r.Marks[:]...)
-	}
-	go serveUmask(r.Listener)
-	// supervise reports the server started once it relays signals.
-	return h.supervise(r.Pid, prestartConfinement(), lifeline, true)
+	err := r.err(prestartPath())
+	h.fail(err)
+	return exitCodeOf(err)
 }
 
 // cgroupJoined is the byte the host writes on the spec socket, after the
@@ -835,9 +828,9 @@ func (h *helper) supervise(server int, conf string, lifeline *os.File, confined 
 	// the namespaces down (a millisecond or two).
 	var alone bool
 	if confined {
-		alone = reapNamespace(5 * time.Second)
+		alone = reapNamespace(helperReapLimit)
 	} else {
-		alone = killDescendants(5 * time.Second)
+		alone = killDescendants(helperReapLimit)
 	}
 	exitMarks = traceMarks(exitMarks)
 	if alone && h.confinedTID != 0 {
@@ -857,6 +850,11 @@ func (h *helper) supervise(server int, conf string, lifeline *os.File, confined 
 	h.send(report{Exit: describeWait(ws), Alone: alone, Trace: joinMarks(exitMarks)})
 	return exitCode(ws)
 }
+
+// helperReapLimit bounds how long the helper, once the server exited,
+// waits for the rest of the server's processes to be reaped before it
+// reports the exit without "alone".
+const helperReapLimit = 5 * time.Second
 
 // reapNamespace kills every other process of the PID namespace and reaps
 // them, reporting whether it saw the last one go within limit. As init,

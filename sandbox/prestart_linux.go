@@ -24,10 +24,10 @@ import (
 // before the runtime starts: it attaches the root, mounts /proc, pivots,
 // masks /proc, adds the /proc rules, and vforks the server, which joins
 // its cgroups, sets its limits, drops its capabilities and uid, restricts
-// itself with Landlock and seccomp and execs. The entry then hands over
-// to the Go runtime, whose helper (runPrestarted) reports the server
-// started once it relays signals, and supervises as ever: its start runs
-// beside the server's.
+// itself with Landlock and seccomp and execs. The entry then supervises
+// the server itself (prestartSupervise: supervise's duties in raw system
+// calls on one ppoll) and exits with the server's status: the Go runtime
+// starts only to report a failure the entry recorded (runPrestarted).
 //
 // Every step is one the Go helper takes too, with the same arguments; the
 // tests run the whole start suite through both. One order differs: the
@@ -56,7 +56,10 @@ const (
 	planMaxLen    = 1 << 20 // bytes, the header included
 	planMaxPtrs   = 8192    // argv and environment entries, with their two nils
 	planMaxRights = 16      // descriptors: root, ruleset, masks, cgroups
-	planMaxMarks  = 6       // the entry's trace marks
+	planMaxMarks  = 7       // the entry's trace marks
+	// planMaxStarted bounds the Started report's beginning, which the
+	// entry writes from the plan.
+	planMaxStarted = 4096
 )
 
 // Flags of planHeader.Flags.
@@ -82,16 +85,16 @@ type planHeader struct {
 	NMasks  uint32
 	NLate   uint32
 
-	OffLimits uint32 // NLimits planLimit
-	OffFilter uint32 // NFilter unix.SockFilter
-	OffPath   uint32
-	OffDir    uint32
-	OffArgv   uint32
-	OffEnv    uint32
-	OffMasks  uint32 // /proc paths to cover
-	OffLate   uint32 // NLate planLate
-	OffConf   uint32 // the Started report's Confinement
-	LenConf   uint32
+	OffLimits  uint32 // NLimits planLimit
+	OffFilter  uint32 // NFilter unix.SockFilter
+	OffPath    uint32
+	OffDir     uint32
+	OffArgv    uint32
+	OffEnv     uint32
+	OffMasks   uint32 // /proc paths to cover
+	OffLate    uint32 // NLate planLate
+	OffStarted uint32 // the Started report, encoded, without its closing brace
+	LenStarted uint32
 }
 
 // The plan's descriptors, in the order they come.
@@ -139,6 +142,8 @@ const (
 	psSeccomp
 	psLimits
 	psExec
+	psPidfd
+	psSignalFD
 )
 
 // prestartSteps name the steps, as the Go helper's own failures do, and
@@ -165,6 +170,8 @@ var prestartSteps = [...]struct {
 	psSeccomp:    {"seccomp", true},
 	psLimits:     {"setting the server's limits", true},
 	psExec:       {stepStartServer, false},
+	psPidfd:      {"pidfd_open", false},
+	psSignalFD:   {"taking signals on a signalfd", false},
 }
 
 // prestartResult is what the entry leaves for the Go helper, in static
@@ -190,10 +197,10 @@ type prestartResult struct {
 }
 
 // prestartPhases name the intervals that end at the entry's marks, the
-// first measured from the host's exec of the helper, and the last, the Go
-// runtime's start until the helper relays signals and reports the server
+// first measured from the host's exec of the helper, and the last, from
+// the server's exec until the entry relays signals and reports the server
 // started (helperPhases for the Go helper's).
-var prestartPhases = []string{"helper-exec", "helper-plan", "helper-root", "helper-pivot", "helper-join-wait", "helper-confine-exec", "helper-runtime"}
+var prestartPhases = []string{"helper-exec", "helper-plan", "helper-root", "helper-pivot", "helper-join-wait", "helper-confine-exec", "helper-report"}
 
 // err is the failure r records, as the Go helper's steps word theirs.
 func (r *prestartResult) err(path string) error {
@@ -417,9 +424,15 @@ func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
 		off += uint32(bytes.IndexByte(lateData.Bytes()[off-lateStrs:], 0)) + 1
 		b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&l)), unsafe.Sizeof(l)))
 	}
-	h.OffConf = at()
-	h.LenConf = uint32(len(conf))
-	b.WriteString(conf)
+	// The entry appends the trace, if any, and the closing brace.
+	started := encodeReport(report{Started: true, Confinement: conf})
+	started = bytes.TrimSuffix(started, []byte("}\n"))
+	if len(started) > planMaxStarted {
+		return nil, fmt.Errorf("a Started report of %d bytes, at most %d", len(started), planMaxStarted)
+	}
+	h.OffStarted = at()
+	h.LenStarted = uint32(len(started))
+	b.Write(started)
 	h.Len = uint32(b.Len())
 	if b.Len() > planMaxLen {
 		return nil, fmt.Errorf("a plan of %d bytes, at most %d", b.Len(), planMaxLen)

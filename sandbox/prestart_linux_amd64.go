@@ -154,10 +154,15 @@ func prestart(argc int, argv **byte) {
 	prestarted.Trace = planHead().Flags&planTrace != 0
 	prestartMark()
 	runPlan()
-	// What the entry holds of the plan is spent; the listener is the Go
-	// helper's, which reports the server started once it relays signals.
+	// What the entry holds of the plan is spent; the listener is the
+	// supervisor's.
 	for i := 0; i < prestartNFDs; i++ {
 		raw(unix.SYS_CLOSE, uintptr(prestartFDs[i]), 0, 0, 0, 0, 0)
+	}
+	if prestarted.Step == psNone {
+		// It returns only after a failure it recorded, for the Go
+		// helper to report.
+		prestartSupervise()
 	}
 }
 
@@ -215,7 +220,8 @@ func receivePlan() bool {
 		planAt(h.OffLimits, h.NLimits*uint32(unsafe.Sizeof(planLimit{}))) == nil ||
 		planAt(h.OffFilter, h.NFilter*uint32(unsafe.Sizeof(unix.SockFilter{}))) == nil ||
 		planAt(h.OffLate, h.NLate*uint32(unsafe.Sizeof(planLate{}))) == nil ||
-		planAt(h.OffConf, h.LenConf) == nil || h.NFilter == 0 || h.NFilter > 0xffff {
+		planAt(h.OffStarted, h.LenStarted) == nil || h.LenStarted > planMaxStarted ||
+		h.NFilter == 0 || h.NFilter > 0xffff {
 		prestartFail(psSpec, 0)
 		return false
 	}
@@ -546,15 +552,4 @@ func prestartPath() string {
 		return ""
 	}
 	return unsafe.String(p, nextStr(h.OffPath)-h.OffPath-1)
-}
-
-// prestartConfinement is the Started report's confinement, as the host
-// described it in the plan.
-func prestartConfinement() string {
-	h := planHead()
-	p := planAt(h.OffConf, h.LenConf)
-	if p == nil {
-		return ""
-	}
-	return string(unsafe.Slice(p, h.LenConf))
 }

@@ -11,6 +11,3 @@ var prestarted prestartResult
 
 // prestartPath is the server's program in the plan: there is none.
 func prestartPath() string { return "" }
-
-// prestartConfinement is the plan's confinement: there is none.
-func prestartConfinement() string { return "" }

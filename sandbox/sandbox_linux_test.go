@@ -892,6 +892,35 @@ func TestLifetime(t *testing.T) {
 	}
 }
 
+// TestLifelineEnds: a helper whose host closes its end of the lifeline,
+// with no signal and no death, ends every process of the server, even one
+// that ignores its signals and a daemon it left, and exits. (A dead host's
+// helper also has Pdeathsig; this is the way that does not depend on it.)
+func TestLifelineEnds(t *testing.T) {
+	requireConfinement(t)
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("off=%v", off), func(t *testing.T) {
+			wt := t.TempDir()
+			beat := filepath.Join(wt, "beat")
+			s := startHostile(t, Config{Worktree: wt, Off: off})
+			s.must("daemon", beat)
+			s.must("linger")
+			s.must("ignore-signals")
+			waitGrowing(t, beat)
+			s.p.lifeline.Close()
+			select {
+			case <-s.p.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the helper did not end the server within 10 s of the lifeline's end")
+			}
+			if got := s.p.ExitStatus(); got != "signal: killed" {
+				t.Errorf("ExitStatus %q, want signal: killed (the server's, killed by its helper)", got)
+			}
+			stillNow(t, beat)
+		})
+	}
+}
+
 // TestHostDeath: when the host is SIGKILLed, its servers and their daemons
 // die too.
 func TestHostDeath(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -507,11 +506,45 @@ func threadUmask(tid int) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-			m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
-			return uint32(m), err
-		}
+	m, ok := parseUmask(b)
+	if !ok {
+		return 0, errors.New("no Umask in /proc status")
 	}
-	return 0, errors.New("no Umask in /proc status")
+	return m, nil
+}
+
+// parseUmask finds the Umask line of a /proc status (its lines begin with
+// their key; a name's newline is escaped) and parses its octal value. The
+// helper's entry uses it too, before the Go runtime starts: it allocates
+// nothing and cannot panic.
+func parseUmask(b []byte) (uint32, bool) {
+	const key = "\nUmask:"
+	for i := 0; i+len(key) <= len(b); i++ {
+		match := true
+		for j := 0; j < len(key); j++ {
+			if b[i+j] != key[j] {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		k := i + len(key)
+		for k < len(b) && (b[k] == ' ' || b[k] == '\t') {
+			k++
+		}
+		var m uint32
+		digits := 0
+		for k < len(b) && b[k] >= '0' && b[k] <= '7' && digits < 4 {
+			m = m<<3 | uint32(b[k]-'0')
+			k++
+			digits++
+		}
+		if digits == 0 || (k < len(b) && b[k] != '\n') {
+			return 0, false
+		}
+		return m, true
+	}
+	return 0, false
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -947,4 +948,31 @@ func TestPlanLimits(t *testing.T) {
 	if lims, err := planLimits(&spec{NProc: int(host.Max) + 1}); err == nil || !strings.Contains(err.Error(), "above the host's hard limit") {
 		t.Errorf("planLimits(NProc %d) = %+v, %v; want the refusal of a limit above the host's", host.Max+1, lims, err)
 	}
+}
+
+// FuzzParseUmask: parseUmask, which the helper's entry runs with no
+// runtime to catch a panic, never panics, and finds what a plain reading
+// of the lines finds.
+func FuzzParseUmask(f *testing.F) {
+	f.Add([]byte("Name:\tnode\nUmask:\t0022\nState:\tS (sleeping)\n"))
+	f.Add([]byte("Name:\tUmask:\t0777\nUmask:\t0002\n"))
+	f.Add([]byte("\nUmask:"))
+	f.Add([]byte("\nUmask:\t0099\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, ok := parseUmask(b)
+		var want uint32
+		found := false
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			if v, cut := strings.CutPrefix(line, "Umask:"); cut {
+				v = strings.TrimLeft(v, " \t")
+				if n, err := strconv.ParseUint(v, 8, 32); err == nil && len(v) <= 4 && v != "" && strings.Trim(v, "01234567") == "" {
+					want, found = uint32(n), true
+				}
+				break
+			}
+		}
+		if ok != found || m != want {
+			t.Errorf("parseUmask(%q) = %o, %v; a reading of the lines finds %o, %v", b, m, ok, want, found)
+		}
+	})
 }
