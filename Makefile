@@ -23,7 +23,7 @@ FUZZ := ./mcphost:FuzzParse:3000 ./mcphost:FuzzModelName ./mcphost:FuzzNameChars
 	./schema:FuzzClose ./schema:FuzzFromModel ./internal/jsontree:FuzzParse \
 	./pin:FuzzCanonical ./pin:FuzzVisible ./pin:FuzzLoad ./pin:FuzzDiff ./pin:FuzzParseLock \
 	./sandbox:FuzzParseShebang ./sandbox:FuzzEnvProgram ./sandbox:FuzzDecodeSpec \
-	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid ./sandbox:FuzzParseStat ./sandbox:FuzzParseOwner ./sandbox:FuzzParseUmask \
+	./sandbox:FuzzParseReport ./sandbox:FuzzParseMountPoints ./sandbox:FuzzParseStatPPid ./sandbox:FuzzParseStat ./sandbox:FuzzParseOwner ./sandbox:FuzzParseUmask ./sandbox:FuzzCheckPlan \
 	./sandbox:FuzzBuildEnv ./sandbox:FuzzParseGitFile ./internal/egress:FuzzParseGrant ./internal/egress:FuzzDNS ./internal/bytesize:FuzzParse \
 	./openai:FuzzResult ./openai:FuzzFunctionOutput ./openai:FuzzLoadedTools ./anthropic:FuzzResult ./anthropic:FuzzCount ./anthropic:FuzzReferencedTools ./toolsearch:FuzzParseArgs:5000 ./toolsearch:FuzzTerms \
 	./internal/toolresult:FuzzRender ./cmd/mcphost:FuzzSafeJSON

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -311,8 +312,7 @@ func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
 		return nil, unsupportedStep("landlock", err)
 	}
 	pl.fds = append(pl.fds, rs.fd)
-	var late []planLate
-	var lateData bytes.Buffer
+	var late []lateRule
 	for _, g := range ruleGrants(sp) {
 		if isUnder(g.path, "/proc") {
 			// The entry mounts /proc and opens these then.
@@ -320,9 +320,7 @@ func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
 			if g.mustExist {
 				must = 1
 			}
-			late = append(late, planLate{Access: g.access & rs.handled, MustExist: must})
-			lateData.WriteString(g.path)
-			lateData.WriteByte(0)
+			late = append(late, lateRule{planLate{Access: g.access & rs.handled, MustExist: must}, g.path})
 			continue
 		}
 		r, ok, err := openRule(root, unix.RESOLVE_IN_ROOT, g)
@@ -357,28 +355,64 @@ func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
 	if err != nil {
 		return nil, err
 	}
-	filter := seccompProgram(serverFilter(sp, abi))
-	conf := confinement(abi, sp, false)
+	pl.payload, err = encodePlan(planContent{
+		sp:     sp,
+		nTasks: len(pl.fds) - planTasksFD,
+		limits: limits,
+		filter: seccompProgram(serverFilter(sp, abi)),
+		late:   late,
+		conf:   confinement(abi, sp, false),
+		join:   join,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
 
+// lateRule is a planLate and its path.
+type lateRule struct {
+	planLate
+	path string
+}
+
+// planContent is what encodePlan lays out: sp's program, directory, argv,
+// environment, run-as uid and trace flag, and what buildPlan prepared.
+type planContent struct {
+	sp     *spec
+	nTasks int // cgroup tasks descriptors that come with the plan
+	limits []planLimit
+	filter []unix.SockFilter
+	late   []lateRule
+	conf   string // the Started report's confinement
+	join   bool   // wait for cgroupJoined
+}
+
+// encodePlan lays c out as the entry reads it (planHeader).
+func encodePlan(c planContent) ([]byte, error) {
+	sp := c.sp
 	h := planHeader{
 		Magic:   planMagic,
 		RunAs:   sp.RunAs,
-		NTasks:  uint32(len(pl.fds) - planTasksFD),
-		NLimits: uint32(len(limits)),
-		NFilter: uint32(len(filter)),
+		NTasks:  uint32(c.nTasks),
+		NLimits: uint32(len(c.limits)),
+		NFilter: uint32(len(c.filter)),
 		NArgv:   uint32(len(sp.Argv)),
 		NEnv:    uint32(len(sp.Env)),
 		NMasks:  uint32(len(procMasked)),
-		NLate:   uint32(len(late)),
+		NLate:   uint32(len(c.late)),
 	}
 	if sp.Trace {
 		h.Flags |= planTrace
 	}
-	if join {
+	if c.join {
 		h.Flags |= planJoinWait
 	}
 	if len(sp.Argv)+len(sp.Env)+2 > planMaxPtrs {
 		return nil, fmt.Errorf("%d arguments and environment variables, at most %d", len(sp.Argv)+len(sp.Env), planMaxPtrs-2)
+	}
+	if len(c.filter) == 0 || len(c.filter) > 0xffff {
+		return nil, fmt.Errorf("a seccomp program of %d instructions", len(c.filter))
 	}
 	var b bytes.Buffer
 	b.Write(make([]byte, unsafe.Sizeof(h)))
@@ -389,43 +423,50 @@ func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
 		}
 		return uint32(b.Len())
 	}
-	strs := func(ss ...string) {
+	strs := func(ss ...string) error {
 		for _, s := range ss {
+			if strings.IndexByte(s, 0) >= 0 {
+				return fmt.Errorf("a NUL byte in %q", s)
+			}
 			b.WriteString(s)
 			b.WriteByte(0)
 		}
+		return nil
 	}
 	h.OffLimits = at()
-	for _, l := range limits {
+	for _, l := range c.limits {
 		b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&l)), unsafe.Sizeof(l)))
 	}
 	h.OffFilter = at()
-	if len(filter) > 0 {
-		b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&filter[0])), len(filter)*int(unsafe.Sizeof(filter[0]))))
-	}
+	b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&c.filter[0])), len(c.filter)*int(unsafe.Sizeof(c.filter[0]))))
 	h.OffPath = at()
-	strs(sp.Path)
+	err := strs(sp.Path)
 	h.OffDir = at()
-	strs(sp.Dir)
+	err = errors.Join(err, strs(sp.Dir))
 	h.OffArgv = at()
-	strs(sp.Argv...)
+	err = errors.Join(err, strs(sp.Argv...))
 	h.OffEnv = at()
-	strs(sp.Env...)
+	err = errors.Join(err, strs(sp.Env...))
 	h.OffMasks = at()
 	for _, name := range procMasked {
-		strs("/proc/" + name)
+		err = errors.Join(err, strs("/proc/"+name))
 	}
-	lateStrs := at()
-	b.Write(lateData.Bytes())
+	paths := make([]uint32, len(c.late))
+	for i, l := range c.late {
+		paths[i] = at()
+		err = errors.Join(err, strs(l.path))
+	}
+	if err != nil {
+		return nil, err
+	}
 	h.OffLate = at()
-	off := lateStrs
-	for _, l := range late {
-		l.Path = off
-		off += uint32(bytes.IndexByte(lateData.Bytes()[off-lateStrs:], 0)) + 1
-		b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&l)), unsafe.Sizeof(l)))
+	for i, l := range c.late {
+		pl := l.planLate
+		pl.Path = paths[i]
+		b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&pl)), unsafe.Sizeof(pl)))
 	}
 	// The entry appends the trace, if any, and the closing brace.
-	started := encodeReport(report{Started: true, Confinement: conf})
+	started := encodeReport(report{Started: true, Confinement: c.conf})
 	started = bytes.TrimSuffix(started, []byte("}\n"))
 	if len(started) > planMaxStarted {
 		return nil, fmt.Errorf("a Started report of %d bytes, at most %d", len(started), planMaxStarted)
@@ -437,7 +478,7 @@ func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
 	if b.Len() > planMaxLen {
 		return nil, fmt.Errorf("a plan of %d bytes, at most %d", b.Len(), planMaxLen)
 	}
-	pl.payload = b.Bytes()
-	copy(pl.payload, unsafe.Slice((*byte)(unsafe.Pointer(&h)), unsafe.Sizeof(h)))
-	return pl, nil
+	payload := b.Bytes()
+	copy(payload, unsafe.Slice((*byte)(unsafe.Pointer(&h)), unsafe.Sizeof(h)))
+	return payload, nil
 }

@@ -75,12 +75,22 @@ func planHead() *planHeader { return (*planHeader)(unsafe.Pointer(&prestartBuf[0
 
 // planAt returns a pointer to the byte at off of the plan, or nil if off
 // is past n bytes before its end.
-func planAt(off, n uint32) *byte {
+func planAt(off uint32, n uint64) *byte {
 	h := planHead()
-	if uint64(off)+uint64(n) > uint64(h.Len) || uint64(off) >= uint64(len(prestartBuf)*8) {
+	if uint64(off)+n > uint64(h.Len) || uint64(off) >= uint64(len(prestartBuf)*8) {
 		return nil
 	}
 	return &planBytes()[off]
+}
+
+// planLateAt is the plan's i-th planLate, or nil if it is not within it.
+func planLateAt(i uint32) *planLate {
+	h := planHead()
+	n := uint64(unsafe.Sizeof(planLate{}))
+	if uint64(i)*n+uint64(h.OffLate) > uint64(h.Len) {
+		return nil
+	}
+	return (*planLate)(unsafe.Pointer(planAt(h.OffLate+i*uint32(n), n)))
 }
 
 // cstr is the NUL-terminated string at off, or nil if it is not one
@@ -204,8 +214,26 @@ func receivePlan() bool {
 		}
 		got += uint32(n)
 	}
-	if prestartNFDs != planTasksFD+int(h.NTasks) {
+	if !checkPlan() {
 		prestartFail(psSpec, 0)
+		return false
+	}
+	return true
+}
+
+// checkPlan reports whether the plan received holds together, so that
+// what runPlan and prestartChild read of it is there: the descriptors
+// it counts arrived, every section lies within it, every string it points
+// at ends within it, and the counts are within the entry's bounds. It
+// reads nothing but the plan (FuzzCheckPlan), and points argv and the
+// environment (prestartArgv, prestartEnv) into it.
+func checkPlan() bool {
+	h := planHead()
+	hlen := uint32(unsafe.Sizeof(planHeader{}))
+	if h.Magic != planMagic || h.Len < hlen || h.Len > uint32(len(prestartBuf)*8) {
+		return false
+	}
+	if prestartNFDs != planTasksFD+int(h.NTasks) {
 		return false
 	}
 	// argv and the environment, as execve takes them: each list of
@@ -213,17 +241,28 @@ func receivePlan() bool {
 	prestartArgv = 0
 	prestartEnv = cstrList(h.OffArgv, h.NArgv, prestartArgv)
 	if prestartEnv < 0 || cstrList(h.OffEnv, h.NEnv, prestartEnv) < 0 {
-		prestartFail(psSpec, 0)
 		return false
 	}
+	// Sizes in 64 bits: a count times a size may not wrap.
 	if cstr(h.OffPath) == nil || cstr(h.OffDir) == nil ||
-		planAt(h.OffLimits, h.NLimits*uint32(unsafe.Sizeof(planLimit{}))) == nil ||
-		planAt(h.OffFilter, h.NFilter*uint32(unsafe.Sizeof(unix.SockFilter{}))) == nil ||
-		planAt(h.OffLate, h.NLate*uint32(unsafe.Sizeof(planLate{}))) == nil ||
-		planAt(h.OffStarted, h.LenStarted) == nil || h.LenStarted > planMaxStarted ||
-		h.NFilter == 0 || h.NFilter > 0xffff {
-		prestartFail(psSpec, 0)
+		planAt(h.OffLimits, uint64(h.NLimits)*uint64(unsafe.Sizeof(planLimit{}))) == nil ||
+		h.NFilter == 0 || h.NFilter > 0xffff ||
+		planAt(h.OffFilter, uint64(h.NFilter)*uint64(unsafe.Sizeof(unix.SockFilter{}))) == nil ||
+		planAt(h.OffLate, uint64(h.NLate)*uint64(unsafe.Sizeof(planLate{}))) == nil ||
+		planAt(h.OffStarted, uint64(h.LenStarted)) == nil || h.LenStarted > planMaxStarted {
 		return false
+	}
+	off := h.OffMasks
+	for i := uint32(0); i < h.NMasks; i++ {
+		if cstr(off) == nil {
+			return false
+		}
+		off = nextStr(off)
+	}
+	for i := uint32(0); i < h.NLate; i++ {
+		if l := planLateAt(i); l == nil || cstr(l.Path) == nil {
+			return false
+		}
 	}
 	return true
 }
@@ -378,7 +417,11 @@ func runPlan() {
 	// The rules on /proc, which exists now.
 	ruleset := uintptr(prestartFDs[planRulesetFD])
 	for i := uint32(0); i < h.NLate; i++ {
-		l := (*planLate)(unsafe.Pointer(planAt(h.OffLate+i*uint32(unsafe.Sizeof(planLate{})), uint32(unsafe.Sizeof(planLate{})))))
+		l := planLateAt(i)
+		if l == nil {
+			prestartFail(psSpec, 0)
+			return
+		}
 		p := cstr(l.Path)
 		if p == nil {
 			prestartFail(psSpec, 0)
@@ -464,7 +507,11 @@ func prestartChild() {
 	// limit fails the fork; here the uid changes below, under them, which
 	// marks the same excess for execve to fail.
 	for i := uint32(0); i < h.NLimits; i++ {
-		lim := (*planLimit)(unsafe.Pointer(planAt(h.OffLimits+i*uint32(unsafe.Sizeof(planLimit{})), 0)))
+		lim := (*planLimit)(unsafe.Pointer(planAt(h.OffLimits+i*uint32(unsafe.Sizeof(planLimit{})), uint64(unsafe.Sizeof(planLimit{})))))
+		if lim == nil {
+			prestartFail(psSpec, 0)
+			return
+		}
 		r := unix.Rlimit{Cur: lim.Cur, Max: lim.Max}
 		if _, e := raw(unix.SYS_PRLIMIT64, 0, uintptr(lim.Resource), uintptr(unsafe.Pointer(&r)), 0, 0, 0); e != 0 {
 			prestartFail(psLimits, e)

@@ -169,7 +169,7 @@ func prestartSupervise() {
 	}
 	// The relay is in place: report the server started.
 	h := planHead()
-	psWriteBytes(unsafe.Slice(planAt(h.OffStarted, h.LenStarted), h.LenStarted))
+	psWriteBytes(unsafe.Slice(planAt(h.OffStarted, uint64(h.LenStarted)), h.LenStarted))
 	if prestarted.Trace {
 		prestartMark()
 		psWriteMarks(prestarted.Marks[:prestartMarks])

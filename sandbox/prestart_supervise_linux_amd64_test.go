@@ -1,7 +1,10 @@
 package sandbox
 
 import (
+	"bytes"
+	"slices"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -70,4 +73,192 @@ func TestSupervisorReport(t *testing.T) {
 		}
 	}
 	psReportLen = 0
+}
+
+// testPlan is a plan as buildPlan lays it out, with every section used.
+func testPlan(t testing.TB) ([]byte, planContent) {
+	c := planContent{
+		sp: &spec{
+			Path: "/usr/bin/server", Dir: "/work/tree",
+			Argv:  []string{"server", "--flag", ""},
+			Env:   []string{"PATH=/usr/bin", "HOME=/home/u"},
+			RunAs: 65534, Trace: true,
+		},
+		nTasks: 2,
+		limits: []planLimit{{Resource: unix.RLIMIT_NOFILE, Cur: 1024, Max: 4096}, {Resource: unix.RLIMIT_NPROC, Cur: 64, Max: 64}},
+		filter: []unix.SockFilter{{Code: 6, K: 0x7fff0000}, {Code: 0x20, K: 4}},
+		late: []lateRule{
+			{planLate{Access: llFileRights, MustExist: 1}, "/proc/self/fd"},
+			{planLate{Access: 1}, "/proc/cpuinfo"},
+		},
+		conf: `landlock "v7" + seccomp`,
+		join: true,
+	}
+	b, err := encodePlan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, c
+}
+
+// loadPlan puts b where the entry receives a plan, with nfds descriptors.
+func loadPlan(b []byte, nfds int) {
+	clear(prestartBuf[:])
+	copy(planBytes(), b)
+	prestartNFDs = nfds
+}
+
+// TestPlanRoundTrip: what encodePlan lays out, the entry's checkPlan
+// accepts and reads back as it was given: argv and the environment as
+// execve takes them, the path, the directory, the limits, the filter, the
+// masks, the late rules and the Started report's beginning.
+func TestPlanRoundTrip(t *testing.T) {
+	b, c := testPlan(t)
+	defer loadPlan(nil, 0)
+	loadPlan(b, planTasksFD+c.nTasks)
+	if !checkPlan() {
+		t.Fatal("checkPlan refused encodePlan's plan")
+	}
+	h := planHead()
+	if h.Flags != planTrace|planJoinWait || h.RunAs != 65534 {
+		t.Errorf("flags %#x, run as %d", h.Flags, h.RunAs)
+	}
+	str := func(p *byte) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return unsafe.String(p, bytes.IndexByte(unsafe.Slice(p, planMaxLen), 0))
+	}
+	list := func(k int) []string {
+		var ss []string
+		for ; prestartPtrs[k] != nil; k++ {
+			ss = append(ss, str(prestartPtrs[k]))
+		}
+		return ss
+	}
+	if got := list(prestartArgv); !slices.Equal(got, c.sp.Argv) {
+		t.Errorf("argv %q, want %q", got, c.sp.Argv)
+	}
+	if got := list(prestartEnv); !slices.Equal(got, c.sp.Env) {
+		t.Errorf("environment %q, want %q", got, c.sp.Env)
+	}
+	if got := prestartPath(); got != c.sp.Path {
+		t.Errorf("path %q, want %q", got, c.sp.Path)
+	}
+	if got := str(cstr(h.OffDir)); got != c.sp.Dir {
+		t.Errorf("directory %q, want %q", got, c.sp.Dir)
+	}
+	limits := unsafe.Slice((*planLimit)(unsafe.Pointer(planAt(h.OffLimits, 0))), h.NLimits)
+	if !slices.Equal(limits, c.limits) {
+		t.Errorf("limits %+v, want %+v", limits, c.limits)
+	}
+	filter := unsafe.Slice((*unix.SockFilter)(unsafe.Pointer(planAt(h.OffFilter, 0))), h.NFilter)
+	if !slices.Equal(filter, c.filter) {
+		t.Errorf("filter %+v, want %+v", filter, c.filter)
+	}
+	var masks []string
+	for i, off := uint32(0), h.OffMasks; i < h.NMasks; i, off = i+1, nextStr(off) {
+		masks = append(masks, str(cstr(off)))
+	}
+	var want []string
+	for _, name := range procMasked {
+		want = append(want, "/proc/"+name)
+	}
+	if !slices.Equal(masks, want) {
+		t.Errorf("masks %q, want %q", masks, want)
+	}
+	if h.NLate != uint32(len(c.late)) {
+		t.Fatalf("%d late rules, want %d", h.NLate, len(c.late))
+	}
+	for i, l := range c.late {
+		got := planLateAt(uint32(i))
+		if got.Access != l.Access || got.MustExist != l.MustExist || str(cstr(got.Path)) != l.path {
+			t.Errorf("late rule %d: %+v %q, want %+v %q", i, *got, str(cstr(got.Path)), l.planLate, l.path)
+		}
+	}
+	started := string(unsafe.Slice(planAt(h.OffStarted, uint64(h.LenStarted)), h.LenStarted)) + "}"
+	r, err := parseReport([]byte(started))
+	if err != nil || !r.Started || r.Confinement != c.conf {
+		t.Errorf("the Started report %q: %+v, %v", started, r, err)
+	}
+	// Counts whose size in bytes wraps 32 bits to a few bytes are
+	// refused: the child would read limits, or runPlan rules, past the
+	// plan's end.
+	for _, tt := range []struct {
+		name string
+		set  func(h *planHeader)
+	}{
+		{"limits", func(h *planHeader) { h.NLimits = uint32(1<<32/unsafe.Sizeof(planLimit{})) + 1 }},
+		{"late rules", func(h *planHeader) { h.NLate = uint32(1<<32/unsafe.Sizeof(planLate{})) + 1 }},
+	} {
+		loadPlan(b, planTasksFD+c.nTasks)
+		tt.set(planHead())
+		if checkPlan() {
+			t.Errorf("checkPlan accepted a count of %s whose size wraps", tt.name)
+		}
+	}
+	// One descriptor short, or a plan cut short, is refused.
+	loadPlan(b, planTasksFD+c.nTasks-1)
+	if checkPlan() {
+		t.Error("checkPlan accepted a plan without all its descriptors")
+	}
+	loadPlan(b, planTasksFD+c.nTasks)
+	planHead().Len--
+	if checkPlan() {
+		t.Error("checkPlan accepted a plan one byte short")
+	}
+}
+
+// FuzzCheckPlan: the entry's reading of a plan, which runs with no
+// runtime to catch a panic, never panics, and a plan it accepts has
+// everything runPlan and prestartChild read of it within it.
+func FuzzCheckPlan(f *testing.F) {
+	b, c := testPlan(f)
+	f.Add(b, uint8(c.nTasks))
+	f.Add(b[:len(b)/2], uint8(c.nTasks))
+	f.Add([]byte{}, uint8(0))
+	defer loadPlan(nil, 0)
+	f.Fuzz(func(t *testing.T, b []byte, tasks uint8) {
+		if len(b) > planMaxLen {
+			return
+		}
+		loadPlan(b, planTasksFD+int(tasks%planMaxRights))
+		if len(b) >= int(unsafe.Sizeof(planHeader{})) {
+			// Cut the plan where its header says it ends, as receivePlan
+			// reads it; a header longer than what arrived is refused there.
+			if h := planHead(); int(h.Len) > len(b) {
+				h.Len = uint32(len(b))
+			}
+		}
+		if !checkPlan() {
+			return
+		}
+		h := planHead()
+		end := uintptr(unsafe.Pointer(&planBytes()[0])) + uintptr(h.Len)
+		within := func(p *byte, n uintptr) {
+			if p == nil || uintptr(unsafe.Pointer(p))+n > end {
+				t.Fatalf("a read of %d bytes at %p is outside the plan (ends at %#x)", n, p, end)
+			}
+		}
+		for _, k := range []int{prestartArgv, prestartEnv} {
+			for ; prestartPtrs[k] != nil; k++ {
+				within(prestartPtrs[k], 1)
+			}
+		}
+		within(cstr(h.OffPath), 1)
+		within(cstr(h.OffDir), 1)
+		for i := uint32(0); i < h.NLimits; i++ {
+			within(planAt(h.OffLimits+i*uint32(unsafe.Sizeof(planLimit{})), uint64(unsafe.Sizeof(planLimit{}))), unsafe.Sizeof(planLimit{}))
+		}
+		within(planAt(h.OffFilter, 0), uintptr(h.NFilter)*unsafe.Sizeof(unix.SockFilter{}))
+		for i := uint32(0); i < h.NLate; i++ {
+			l := planLateAt(i)
+			within((*byte)(unsafe.Pointer(l)), unsafe.Sizeof(planLate{}))
+			within(cstr(l.Path), 1)
+		}
+		if h.LenStarted > 0 {
+			within(planAt(h.OffStarted, uint64(h.LenStarted)), uintptr(h.LenStarted))
+		}
+		_ = prestartPath()
+	})
 }
