@@ -330,6 +330,7 @@ func runPlan() {
 		prestartFail(psPID, 0)
 		return
 	}
+	prestartResetSignals()
 	root := uintptr(prestartFDs[planRootFD])
 	// Nothing done here may propagate back to the host's namespace.
 	if _, e := raw(unix.SYS_MOUNT, ptr(&cEmpty[0]), ptr(&cSlash[0]), ptr(&cEmpty[0]), unix.MS_REC|unix.MS_PRIVATE, 0, 0); e != 0 {
@@ -489,6 +490,28 @@ func runPlan() {
 	}
 	prestarted.Pid = int(pid)
 	prestartMark()
+}
+
+// prestartKeep are the signals whose inherited disposition the Go
+// helper's runtime leaves as it found it, and so passes to the server: an
+// ignored SIGHUP or SIGINT (as nohup leaves them) and the job-control
+// signals, which it never handles itself.
+const prestartKeep = 1<<(unix.SIGHUP-1) | 1<<(unix.SIGINT-1) | 1<<(unix.SIGCONT-1) |
+	1<<(unix.SIGTSTP-1) | 1<<(unix.SIGTTIN-1) | 1<<(unix.SIGTTOU-1) |
+	1<<(unix.SIGKILL-1) | 1<<(unix.SIGSTOP-1)
+
+// prestartResetSignals sets every other signal to its default. A signal
+// the host ignored stays ignored across each exec, and the entry installs
+// no handler that an exec would reset, so without this the server would
+// start ignoring what the host ignored; the Go helper's runtime installs
+// its handlers over them, which the server's exec resets.
+func prestartResetSignals() {
+	var act [4]uint64 // struct sigaction as the kernel takes it: SIG_DFL, no flags
+	for sig := uintptr(1); sig <= 64; sig++ {
+		if uint64(prestartKeep)&(uint64(1)<<(sig-1)) == 0 {
+			raw(unix.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&act[0])), 0, 8, 0, 0)
+		}
+	}
 }
 
 // prestartChild is the server's side of cloneServer: startConfined's and
