@@ -145,6 +145,7 @@ const (
 	psExec
 	psPidfd
 	psSignalFD
+	psKilled // the child ended before its exec in step KilledIn, as Status says
 )
 
 // prestartSteps name the steps, as the Go helper's own failures do, and
@@ -173,6 +174,7 @@ var prestartSteps = [...]struct {
 	psExec:       {stepStartServer, false},
 	psPidfd:      {"pidfd_open", false},
 	psSignalFD:   {"taking signals on a signalfd", false},
+	psKilled:     {stepStartServer, false},
 }
 
 // prestartResult is what the entry leaves for the Go helper, in static
@@ -187,6 +189,10 @@ type prestartResult struct {
 	Errno    uintptr
 	Pid      int
 	Listener int
+	// KilledIn and Status, with Step psKilled: the step the child was in
+	// and how it ended.
+	KilledIn int
+	Status   uint32
 	// Marks are the entry's timestamps, CLOCK_MONOTONIC (prestartPhases).
 	Marks [planMaxMarks]int64
 	// Looked says the entry looked for a plan (the helper's argv asked
@@ -222,6 +228,14 @@ func (r *prestartResult) err(path string) error {
 		err = fmt.Errorf("exec %s: %w%s", path, err, hint)
 	case psPID:
 		err = errors.New("the helper is not pid 1")
+	case psKilled:
+		// Named by the step it was in; whatever killed it, the kernel did
+		// not refuse a layer.
+		if r.KilledIn > psNone && r.KilledIn < len(prestartSteps) {
+			st = prestartSteps[r.KilledIn]
+		}
+		st.unsupported = false
+		err = fmt.Errorf("the server's process ended before its exec: %s", describeWait(unix.WaitStatus(r.Status)))
 	case psSpec:
 		if r.Errno == 0 {
 			err = errors.New("a malformed plan")
@@ -355,11 +369,15 @@ func buildPlan(sp *spec, join bool) (pl *prestartPlan, err error) {
 	if err != nil {
 		return nil, err
 	}
+	filter := seccompProgram(serverFilter(sp, abi))
+	if testPlanFilter != nil {
+		filter = testPlanFilter(filter)
+	}
 	pl.payload, err = encodePlan(planContent{
 		sp:     sp,
 		nTasks: len(pl.fds) - planTasksFD,
 		limits: limits,
-		filter: seccompProgram(serverFilter(sp, abi)),
+		filter: filter,
 		late:   late,
 		conf:   confinement(abi, sp, false),
 		join:   join,
@@ -375,6 +393,10 @@ type lateRule struct {
 	planLate
 	path string
 }
+
+// testPlanFilter, set by a test, changes the server's filter in the plan
+// (TestPrestartChildKilled); nil otherwise.
+var testPlanFilter func([]unix.SockFilter) []unix.SockFilter
 
 // planContent is what encodePlan lays out: sp's program, directory, argv,
 // environment, run-as uid and trace flag, and what buildPlan prepared.

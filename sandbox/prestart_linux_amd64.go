@@ -47,6 +47,11 @@ var (
 	prestartStat              unix.Stat_t
 	prestartProcFD            [32]byte // "/proc/self/fd/N"
 	prestartMarks             int
+	// The child's progress: the step it is in, and whether it called
+	// execve (after which the entry cannot tell a crash from the server's
+	// own early end).
+	prestartChildAt    int
+	prestartExecCalled bool
 )
 
 // raw is a system call and its errno, as the entry makes them: no
@@ -478,10 +483,17 @@ func runPlan() {
 		prestartFail(psClone, e)
 		return
 	}
+	if prestarted.Step == psNone && !prestartExecCalled {
+		// It ended before its exec without saying why: something killed
+		// it. Say in which step, and how it ended.
+		prestarted.Step = psKilled
+		prestarted.KilledIn = prestartChildAt
+	}
 	if prestarted.Step != psNone {
 		// It failed and exited: reap it.
 		var ws unix.WaitStatus
 		raw(unix.SYS_WAIT4, pid, uintptr(unsafe.Pointer(&ws)), 0, 0, 0, 0)
+		prestarted.Status = uint32(ws)
 		if prestarted.Listener >= 0 {
 			raw(unix.SYS_CLOSE, uintptr(prestarted.Listener), 0, 0, 0, 0, 0)
 			prestarted.Listener = -1
@@ -519,6 +531,7 @@ func prestartResetSignals() {
 // it records it and returns; the caller exits.
 func prestartChild() {
 	h := planHead()
+	prestartChildAt = psCgroup
 	for i := 0; i < int(h.NTasks); i++ {
 		if _, e := raw(unix.SYS_WRITE, uintptr(prestartFDs[planTasksFD+i]), ptr(&cZero[0]), 1, 0, 0, 0); e != 0 {
 			prestartFail(psCgroup, e)
@@ -529,6 +542,7 @@ func prestartChild() {
 	// runs as the server's uid under them, so that a uid at its process
 	// limit fails the fork; here the uid changes below, under them, which
 	// marks the same excess for execve to fail.
+	prestartChildAt = psLimits
 	for i := uint32(0); i < h.NLimits; i++ {
 		lim := (*planLimit)(unsafe.Pointer(planAt(h.OffLimits+i*uint32(unsafe.Sizeof(planLimit{})), uint64(unsafe.Sizeof(planLimit{})))))
 		if lim == nil {
@@ -541,18 +555,22 @@ func prestartChild() {
 			return
 		}
 	}
+	prestartChildAt = psNoNewPrivs
 	if _, e := raw(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
 		prestartFail(psNoNewPrivs, e)
 		return
 	}
+	prestartChildAt = psCaps
 	if e := prestartDropCaps(uintptr(h.RunAs)); e != 0 {
 		prestartFail(psCaps, e)
 		return
 	}
+	prestartChildAt = psLandlock
 	if _, e := raw(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(prestartFDs[planRulesetFD]), 0, 0, 0, 0, 0); e != 0 {
 		prestartFail(psLandlock, e)
 		return
 	}
+	prestartChildAt = psSeccomp
 	old, _ := raw(unix.SYS_UMASK, 0, 0, 0, 0, 0, 0)
 	raw(unix.SYS_UMASK, old|umaskRule, 0, 0, 0, 0, 0)
 	prog := unix.SockFprog{Len: uint16(h.NFilter), Filter: (*unix.SockFilter)(unsafe.Pointer(planAt(h.OffFilter, 0)))}
@@ -562,10 +580,12 @@ func prestartChild() {
 		return
 	}
 	prestarted.Listener = int(l)
+	prestartChildAt = psExec
 	if _, e := raw(unix.SYS_CHDIR, ptr(cstr(h.OffDir)), 0, 0, 0, 0, 0); e != 0 {
 		prestartFail(psExec, e)
 		return
 	}
+	prestartExecCalled = true
 	_, e = raw(unix.SYS_EXECVE, ptr(cstr(h.OffPath)), uintptr(unsafe.Pointer(&prestartPtrs[prestartArgv])), uintptr(unsafe.Pointer(&prestartPtrs[prestartEnv])), 0, 0, 0)
 	prestartFail(psExec, e)
 }

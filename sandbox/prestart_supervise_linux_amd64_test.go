@@ -2,8 +2,11 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -261,4 +264,37 @@ func FuzzCheckPlan(f *testing.F) {
 		}
 		_ = prestartPath()
 	})
+}
+
+// TestPrestartChildKilled: a server's process killed after its
+// confinement and before its exec fails the start, naming the step and
+// how it ended; it is not reported started. (The plan's filter here kills
+// the process at its chdir, the step before execve.)
+func TestPrestartChildKilled(t *testing.T) {
+	requireConfinement(t)
+	if !dropsRoot() || !detachedTreesWork() || !prestartWanted() {
+		t.Skip("the prestart runs only on a root host whose kernel mounts detached trees")
+	}
+	testPlanFilter = func(f []unix.SockFilter) []unix.SockFilter {
+		return append([]unix.SockFilter{
+			{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // the call's number
+			{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: unix.SYS_CHDIR},
+			{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_KILL_PROCESS},
+		}, f...)
+	}
+	defer func() { testPlanFilter = nil }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := Start(ctx, Config{Name: "killed", Argv: []string{hostilePath()}, Worktree: t.TempDir(),
+		HostEnv: []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}})
+	if err == nil {
+		p.Close(time.Second)
+		t.Fatal("Start reported started a server whose process died before its exec")
+	}
+	t.Log(err)
+	for _, want := range []string{"starting the server", "before its exec", "signal: bad system call"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Start: %v; want it to say %q", err, want)
+		}
+	}
 }
