@@ -355,6 +355,10 @@ func (h *helper) runPrestarted() int {
 	}
 	err := r.err(prestartPath())
 	h.fail(err)
+	if r.Step == psPidfd || r.Step == psSignalFD {
+		// The server ran and was killed: supervise's code for that.
+		return exitNoConfin
+	}
 	return exitCodeOf(err)
 }
 

@@ -637,8 +637,12 @@ const atFDCWD = ^uintptr(99) // -100
 // report of a failed exec ("" if there is none).
 func prestartPath() string {
 	h := planHead()
+	// The Go helper asks after any failure, checkPlan's own included.
+	if h.Len == 0 || h.Len > uint32(len(prestartBuf)*8) {
+		return ""
+	}
 	p := cstr(h.OffPath)
-	if p == nil || h.Len == 0 {
+	if p == nil {
 		return ""
 	}
 	return unsafe.String(p, nextStr(h.OffPath)-h.OffPath-1)

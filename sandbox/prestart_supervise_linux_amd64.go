@@ -189,7 +189,7 @@ func prestartSupervise() {
 		if e != 0 {
 			// Nothing can make a ppoll on these fail; if it does, the
 			// helper can no longer supervise: end the namespace.
-			raw(unix.SYS_KILL, ^uintptr(0), uintptr(unix.SIGKILL), 0, 0, 0, 0)
+			psKillNamespace()
 			raw(unix.SYS_EXIT_GROUP, exitNoExec, 0, 0, 0, 0, 0)
 		}
 		if psPoll[0].Revents != 0 {
@@ -241,15 +241,34 @@ func psReap(server uintptr, ws *unix.WaitStatus) bool {
 		if e == uintptr(unix.EINTR) {
 			continue
 		}
-		if e != 0 || pid == 0 {
+		if e != 0 {
 			// ECHILD while the server is unreaped cannot happen: it is
-			// this process's child.
+			// this process's child. If it does, there is nothing left to
+			// wait for: say so and end, as supervise does.
+			psKillNamespace()
+			psWrite(`{"exit":"unknown: errno `)
+			psWriteUint(uint64(e), 10)
+			psWrite(`"`)
+			psSend()
+			raw(unix.SYS_EXIT_GROUP, exitNoExec, 0, 0, 0, 0, 0)
+		}
+		if pid == 0 {
 			return false
 		}
 		if pid == server {
 			*ws = st
 			return true
 		}
+	}
+}
+
+// psKillNamespace is killNamespace: kill(-1) ends every other process of
+// the namespace only for its init; for anyone else it would mean every
+// process it may signal, so it is done only as pid 1 (which runPlan
+// checked; checked again here, as it costs nothing).
+func psKillNamespace() {
+	if pid, _ := raw(unix.SYS_GETPID, 0, 0, 0, 0, 0, 0); pid == 1 {
+		raw(unix.SYS_KILL, ^uintptr(0), uintptr(unix.SIGKILL), 0, 0, 0, 0)
 	}
 }
 
@@ -291,7 +310,7 @@ func psLifeline() {
 	if e == uintptr(unix.EINTR) || e == uintptr(unix.EAGAIN) || (e == 0 && n > 0) {
 		return
 	}
-	raw(unix.SYS_KILL, ^uintptr(0), uintptr(unix.SIGKILL), 0, 0, 0, 0)
+	psKillNamespace()
 	psPoll[1].Fd = -1
 }
 
@@ -364,7 +383,7 @@ func psThreadUmask(tid uint32) (uint32, bool) {
 // within prestartReapLimit. As init, the helper inherits every orphan, so
 // no child left means no process left.
 func psReapNamespace(sfd uintptr) bool {
-	raw(unix.SYS_KILL, ^uintptr(0), uintptr(unix.SIGKILL), 0, 0, 0, 0)
+	psKillNamespace()
 	deadline := psNow() + int64(prestartReapLimit)
 	for {
 		pid, e := raw(unix.SYS_WAIT4, ^uintptr(0), 0, unix.WNOHANG, 0, 0, 0)

@@ -200,6 +200,13 @@ func TestPlanRoundTrip(t *testing.T) {
 			t.Errorf("checkPlan accepted a count of %s whose size wraps", tt.name)
 		}
 	}
+	// A header that receivePlan refused (longer than the buffer) leaves
+	// the Go helper's question for the program's path answerable.
+	loadPlan(b, planTasksFD+c.nTasks)
+	planHead().Len = uint32(len(prestartBuf)*8) + 8
+	if got := prestartPath(); got != "" {
+		t.Errorf("prestartPath of a plan longer than the buffer: %q", got)
+	}
 	// One descriptor short, or a plan cut short, is refused.
 	loadPlan(b, planTasksFD+c.nTasks-1)
 	if checkPlan() {

@@ -1080,6 +1080,42 @@ func TestSignalForwarding(t *testing.T) {
 	}
 }
 
+// TestUmaskFlood: a server that floods its helper with umask calls (each a
+// seccomp notification the helper answers) neither keeps a SIGTERM from
+// being relayed nor keeps Close from ending it, and every call is
+// answered meanwhile.
+func TestUmaskFlood(t *testing.T) {
+	requireConfinement(t)
+	wt := t.TempDir()
+	s := startHostile(t, Config{Worktree: wt})
+	s.must("trap", filepath.Join(wt, "got-term"))
+	if r := s.must("umask-flood", "8"); r.Out == "0" {
+		t.Fatalf("no umask call returned in 100ms of the flood")
+	}
+	if err := s.p.helper.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server still runs 10 s after a SIGTERM to its flooded helper")
+	}
+	if got := s.p.ExitStatus(); got != "exit status 0" {
+		t.Errorf("ExitStatus %q, want exit status 0 (the server's trap)", got)
+	}
+
+	s = startHostile(t, Config{Worktree: t.TempDir()})
+	s.must("linger")
+	s.must("ignore-signals")
+	s.must("umask-flood", "8")
+	if err := s.p.Close(50 * time.Millisecond); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if got := s.p.ExitStatus(); got != "signal: killed" {
+		t.Errorf("ExitStatus %q, want signal: killed", got)
+	}
+}
+
 // TestClose: Close is idempotent, safe concurrently and after the server
 // died, bounded even when a grandchild holds stdout open, and removes the
 // temporary directory.

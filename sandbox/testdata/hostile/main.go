@@ -35,9 +35,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -283,6 +285,26 @@ func do(req request) reply {
 			out = append(out, fmt.Sprintf("%o", st.Mode().Perm()))
 		}
 		return result(fmt.Sprintf("umask said %03o; modes %s", old, strings.Join(out, " ")), nil)
+	case "umask-flood":
+		// a0 threads call umask(0) in a loop until the server exits, each
+		// call a notification the helper answers; out is how many were
+		// answered in the first 100ms.
+		n, err := strconv.Atoi(a0)
+		if err != nil {
+			return result("", err)
+		}
+		var calls atomic.Int64
+		for range n {
+			go func() {
+				runtime.LockOSThread()
+				for {
+					syscall.Syscall(syscall.SYS_UMASK, 0, 0, 0)
+					calls.Add(1)
+				}
+			}()
+		}
+		time.Sleep(100 * time.Millisecond)
+		return result(strconv.FormatInt(calls.Load(), 10), nil)
 	case "umask":
 		// Set the umask to the octal a0 and back: out is what it was.
 		mask, err := strconv.ParseUint(a0, 8, 32)
