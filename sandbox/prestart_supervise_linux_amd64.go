@@ -233,7 +233,8 @@ func prestartSupervise() {
 }
 
 // psReap reaps every child that has exited and reports whether the server
-// was among them, its status in ws.
+// was among them, its status in ws. It is called only while the server is
+// unreaped.
 func psReap(server uintptr, ws *unix.WaitStatus) bool {
 	for {
 		var st unix.WaitStatus
@@ -292,7 +293,10 @@ func psSignalsRead(pidfd, server uintptr, ws *unix.WaitStatus) bool {
 			case unix.SIGTERM, unix.SIGINT:
 				raw(unix.SYS_PIDFD_SEND_SIGNAL, pidfd, uintptr(sig), 0, 0, 0, 0)
 			case unix.SIGCHLD:
-				if psReap(server, ws) {
+				// Once the server is reaped the rest is
+				// psReapNamespace's: another SIGCHLD here may come
+				// after the last child, when wait4 says ECHILD.
+				if !exited && psReap(server, ws) {
 					exited = true
 				}
 			}
