@@ -10,8 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The prestart: a root host's helper starts the server before its own Go
-// runtime does.
+// The prestart: a root host's helper starts and supervises the server
+// without its own Go runtime.
 //
 // A Go program's runtime takes 1.3–1.8 ms to start, and the helper's came
 // before anything else of a start. Where the host builds the server's
