@@ -38,10 +38,10 @@ const maxIdmap = 253
 // init turns this process into the sandbox helper when, and only when, it
 // was started as one by Start or Probe: its argument vector is exactly
 // ["mcphost-sandbox-helper"], or that and "plan" (the embedded program,
-// whose entry took the plan first: prestart_linux.go). Then the helper
-// runs here, before main (or a
-// test binary's TestMain), and the process exits when it is done; nothing
-// else of the program runs. Any other process returns from init at once,
+// whose entry took the plan first and, if it started the server, never
+// gets here: prestart_linux.go). Then the helper runs here, before main
+// (or a test binary's TestMain), and the process exits when it is done;
+// nothing else of the program runs. Any other process returns from init at once,
 // after starting one goroutine (below).
 //
 // This is the package's one init with an effect. It is what lets every

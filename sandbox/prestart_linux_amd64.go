@@ -43,7 +43,6 @@ var (
 	prestartStack [16 << 10]uint64
 	// What the child reads (set before the clone) and leaves.
 	prestartArgv, prestartEnv int // indexes into prestartPtrs
-	prestartTS                unix.Timespec
 	prestartStat              unix.Stat_t
 	prestartProcFD            [32]byte // "/proc/self/fd/N"
 	prestartMarks             int
@@ -64,9 +63,28 @@ func raw(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, uintptr) {
 // prestartMark records a trace mark, CLOCK_MONOTONIC.
 func prestartMark() {
 	if prestartMarks < len(prestarted.Marks) {
-		raw(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&prestartTS)), 0, 0, 0, 0)
-		prestarted.Marks[prestartMarks] = prestartTS.Nano()
+		prestarted.Marks[prestartMarks] = entryNow()
 		prestartMarks++
+	}
+}
+
+// entryNow is monoNow, in a raw system call.
+func entryNow() int64 {
+	var ts unix.Timespec
+	raw(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&ts)), 0, 0, 0, 0)
+	return ts.Nano()
+}
+
+// entryDigits returns v's digits in base (10 or 16), written into d.
+func entryDigits(d *[20]byte, v, base uint64) []byte {
+	i := len(d)
+	for {
+		i--
+		d[i] = "0123456789abcdef"[v%base]
+		v /= base
+		if v == 0 || i == 0 {
+			return d[i:]
+		}
 	}
 }
 
@@ -296,18 +314,8 @@ func cstrList(off, n uint32, k int) int {
 func procFDPath(fd int32) *byte {
 	const prefix = "/proc/self/fd/"
 	n := copy(prestartProcFD[:], prefix)
-	var d [12]byte
-	i := len(d)
-	v := uint32(fd)
-	for {
-		i--
-		d[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	n += copy(prestartProcFD[n:], d[i:])
+	var d [20]byte
+	n += copy(prestartProcFD[n:], entryDigits(&d, uint64(uint32(fd)), 10))
 	prestartProcFD[n] = 0
 	return &prestartProcFD[0]
 }

@@ -30,11 +30,6 @@ import (
 // The same rules hold as for the rest of the entry: nothing allocated,
 // static memory, no panic on anything read.
 
-// prestartReapLimit is how long the supervisor waits for the rest of the
-// namespace's processes to be reaped once the server exited: supervise's
-// limit.
-const prestartReapLimit = helperReapLimit
-
 // Sizes of the supervisor's static buffers.
 const (
 	psReportMax = planMaxStarted + 512 // a report: the Started prefix, a trace or an exit
@@ -60,16 +55,11 @@ const psSignals = 1<<(unix.SIGTERM-1) | 1<<(unix.SIGINT-1) | 1<<(unix.SIGCHLD-1)
 
 var cDevNull = [10]byte{'/', 'd', 'e', 'v', '/', 'n', 'u', 'l', 'l', 0}
 
-// psWrite appends s to the report being built; what does not fit is
-// dropped (buildPlan keeps the Started prefix within planMaxStarted).
-func psWrite(s string) {
-	for i := 0; i < len(s) && psReportLen < len(psReport); i++ {
-		psReport[psReportLen] = s[i]
-		psReportLen++
-	}
-}
+// psWrite appends s to the report being built.
+func psWrite(s string) { psWriteBytes(unsafe.Slice(unsafe.StringData(s), len(s))) }
 
-// psWriteBytes appends b to the report being built.
+// psWriteBytes appends b to the report being built; what does not fit is
+// dropped (encodePlan keeps the Started prefix within planMaxStarted).
 func psWriteBytes(b []byte) {
 	for i := 0; i < len(b) && psReportLen < len(psReport); i++ {
 		psReport[psReportLen] = b[i]
@@ -80,16 +70,7 @@ func psWriteBytes(b []byte) {
 // psWriteUint appends v in base (10 or 16).
 func psWriteUint(v uint64, base uint64) {
 	var d [20]byte
-	i := len(d)
-	for {
-		i--
-		d[i] = "0123456789abcdef"[v%base]
-		v /= base
-		if v == 0 || i == 0 {
-			break
-		}
-	}
-	psWriteBytes(d[i:])
+	psWriteBytes(entryDigits(&d, v, base))
 }
 
 // psWriteMarks appends marks as a report's Trace.
@@ -129,13 +110,6 @@ func psNullFD(fd uintptr) {
 	}
 	raw(unix.SYS_DUP3, null, fd, 0, 0, 0, 0)
 	raw(unix.SYS_CLOSE, null, 0, 0, 0, 0, 0)
-}
-
-// psNow is CLOCK_MONOTONIC in nanoseconds.
-func psNow() int64 {
-	var ts unix.Timespec
-	raw(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&ts)), 0, 0, 0, 0)
-	return ts.Nano()
 }
 
 // prestartSupervise supervises the server the entry started and exits
@@ -206,12 +180,12 @@ func prestartSupervise() {
 	// as supervise does (reapNamespace).
 	marks := prestarted.Trace
 	if marks {
-		psExitMarks[0] = psNow()
+		psExitMarks[0] = entryNow()
 	}
 	alone := psReapNamespace(sfd)
 	if marks {
 		// No confining thread to wait for: the server was vforked.
-		psExitMarks[1] = psNow()
+		psExitMarks[1] = entryNow()
 		psExitMarks[2] = psExitMarks[1]
 	}
 	if alone {
@@ -229,7 +203,7 @@ func prestartSupervise() {
 		psWriteMarks(psExitMarks[:])
 	}
 	psSend()
-	raw(unix.SYS_EXIT_GROUP, uintptr(psExitCode(ws)), 0, 0, 0, 0, 0)
+	raw(unix.SYS_EXIT_GROUP, uintptr(exitCode(ws)), 0, 0, 0, 0, 0)
 }
 
 // psReap reaps every child that has exited and reports whether the server
@@ -350,17 +324,8 @@ func psUmask() {
 // pids are).
 func psThreadUmask(tid uint32) (uint32, bool) {
 	n := copy(psStatusPath[:], "/proc/")
-	var d [10]byte
-	i := len(d)
-	for v := tid; ; {
-		i--
-		d[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	n += copy(psStatusPath[n:], d[i:])
+	var d [20]byte
+	n += copy(psStatusPath[n:], entryDigits(&d, uint64(tid), 10))
 	n += copy(psStatusPath[n:], "/status")
 	psStatusPath[n] = 0
 	fd, e := raw(unix.SYS_OPENAT, atFDCWD, ptr(&psStatusPath[0]), unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
@@ -384,11 +349,11 @@ func psThreadUmask(tid uint32) (uint32, bool) {
 
 // psReapNamespace is reapNamespace: it kills every other process of the
 // namespace and reaps them, reporting whether it saw the last one go
-// within prestartReapLimit. As init, the helper inherits every orphan, so
+// within helperReapLimit. As init, the helper inherits every orphan, so
 // no child left means no process left.
 func psReapNamespace(sfd uintptr) bool {
 	psKillNamespace()
-	deadline := psNow() + int64(prestartReapLimit)
+	deadline := entryNow() + int64(helperReapLimit)
 	for {
 		pid, e := raw(unix.SYS_WAIT4, ^uintptr(0), 0, unix.WNOHANG, 0, 0, 0)
 		switch {
@@ -400,7 +365,7 @@ func psReapNamespace(sfd uintptr) bool {
 			return false
 		}
 		// Children left, none exited yet: wait for a SIGCHLD.
-		left := deadline - psNow()
+		left := deadline - entryNow()
 		if left <= 0 {
 			return false
 		}
@@ -439,15 +404,4 @@ func psDescribeWait(ws unix.WaitStatus) {
 		psWrite("wait status 0x")
 		psWriteUint(uint64(uint32(ws)), 16)
 	}
-}
-
-// psExitCode is exitCode.
-func psExitCode(ws unix.WaitStatus) int {
-	switch {
-	case ws.Exited():
-		return ws.ExitStatus()
-	case ws.Signaled():
-		return 128 + int(ws.Signal())
-	}
-	return exitNoExec
 }

@@ -1064,26 +1064,33 @@ func TestSignalForwarding(t *testing.T) {
 	wt := t.TempDir()
 	s := startHostile(t, Config{Worktree: wt})
 	s.must("trap", filepath.Join(wt, "got-term"))
+	termReachesServer(t, s, filepath.Join(wt, "got-term"))
+}
+
+// termReachesServer sends SIGTERM to s's helper and checks that the
+// server's handler, which the "trap" request set to make trapFile and
+// exit 0, ran.
+func termReachesServer(t *testing.T, s *session, trapFile string) {
+	t.Helper()
 	if err := s.p.helper.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-s.p.Done():
 	case <-time.After(10 * time.Second):
-		t.Fatal("the server did not exit on SIGTERM")
+		t.Fatal("the server still runs 10 s after a SIGTERM to its helper")
 	}
 	if got := s.p.ExitStatus(); got != "exit status 0" {
 		t.Errorf("ExitStatus %q, want exit status 0 (the server's own exit)", got)
 	}
-	if _, err := os.Stat(filepath.Join(wt, "got-term")); err != nil {
+	if _, err := os.Stat(trapFile); err != nil {
 		t.Errorf("the server's SIGTERM handler did not run: %v", err)
 	}
 }
 
 // TestUmaskFlood: a server that floods its helper with umask calls (each a
-// seccomp notification the helper answers) neither keeps a SIGTERM from
-// being relayed nor keeps Close from ending it, and every call is
-// answered meanwhile.
+// seccomp notification the helper answers, and they are answered) keeps
+// neither a SIGTERM from being relayed nor Close from ending it.
 func TestUmaskFlood(t *testing.T) {
 	requireConfinement(t)
 	wt := t.TempDir()
@@ -1092,17 +1099,7 @@ func TestUmaskFlood(t *testing.T) {
 	if r := s.must("umask-flood", "8"); r.Out == "0" {
 		t.Fatalf("no umask call returned in 100ms of the flood")
 	}
-	if err := s.p.helper.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-s.p.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the server still runs 10 s after a SIGTERM to its flooded helper")
-	}
-	if got := s.p.ExitStatus(); got != "exit status 0" {
-		t.Errorf("ExitStatus %q, want exit status 0 (the server's trap)", got)
-	}
+	termReachesServer(t, s, filepath.Join(wt, "got-term"))
 
 	s = startHostile(t, Config{Worktree: t.TempDir()})
 	s.must("linger")

@@ -1255,13 +1255,14 @@ func spawn(name string, cl clone, userNS bool, stderr io.Writer, opts startOptio
 			Path: path,
 			Args: args,
 			// The helper's whole environment; the server never inherits
-			// it (the helper execs the server with the spec's). One P:
-			// the helper's runtime starts beside the server's own start,
-			// on the same cores, and its few goroutines (the relay, the
-			// reaper, the umask answers) mostly block. With one P they
-			// share a thread and never wake a second one to spin for
-			// work: the helper used 3-5% less CPU per start, about
-			// 0.2 ms (BENCHMARKS.md, "Stop 43").
+			// it (the helper execs the server with the spec's). One P,
+			// for the Go helper (the prestart's entry supervises with no
+			// runtime at all): its runtime starts beside the server's
+			// own start, on the same cores, and its few goroutines (the
+			// relay, the reaper, the umask answers) mostly block. With
+			// one P they share a thread and never wake a second one to
+			// spin for work: the helper used 3-5% less CPU per start,
+			// about 0.2 ms (BENCHMARKS.md, "Stop 43").
 			Env:         []string{"GOMAXPROCS=1"},
 			Dir:         "/",
 			Stdin:       stdinR,
@@ -1784,9 +1785,9 @@ func (s *spec) setHome(home string, realHomes, sys []string) error {
 //
 // tmpPoint is the mount point it made for the server's TMPDIR, as a path
 // beneath s.HomeSource ("/tmp/mcphost-..."), or "": its name is new at
-// every start, so the caller
-// removes it once the server is gone (removeMountPoint), or the home
-// would keep one empty directory per start.
+// every start, so the caller removes it once the server is gone
+// (removeMountPoint), or the home would keep one empty directory per
+// start.
 func prepareHome(s *spec) (tmpPoint string, err error) {
 	if s.Home == "" {
 		return "", nil

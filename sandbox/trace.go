@@ -13,7 +13,7 @@ import (
 // stderr with the duration of each of its phases, the helper's included,
 // and each Close one line with its own; for example
 //
-//	mcphost-sandbox: start "one": total 5.81ms: lease 0.11 helper-file 0.12 pipes 0.01 clone-exec 1.23 helper-exec 0.05 helper-plan 0.93 helper-root 0.02 helper-pivot 0.10 helper-join-wait 0.00 helper-confine-exec 0.38 helper-runtime 2.10 report 0.21 finish 0.01 | prepare 0.23 (at 0.26) idmap 0.10 (at 0.49) cgroup 0.01 (at 0.59) root 0.66 (at 0.60) plan 0.19 (at 1.26)
+//	mcphost-sandbox: start "one": total 2.88ms: lease 0.19 helper-file 0.08 pipes 0.00 clone-exec 1.00 helper-exec 0.03 helper-plan 0.92 helper-root 0.02 helper-pivot 0.22 helper-join-wait 0.00 helper-confine-exec 0.29 helper-report 0.02 report 0.07 finish 0.03 | prepare 0.36 (at 0.28) idmap 0.16 (at 0.63) cgroup 0.01 (at 0.80) root 1.08 (at 0.81) plan 0.21 (at 1.89)
 //	mcphost-sandbox: close "one": total 2.88ms: server-done 2.56 stderr-stdout 0.03 cgroup-remove 0.08 tmp-remove 0.21 | server-exit 1.63 (at 0.01) helper-reap 0.02 (at 1.65) helper-thread 0.02 (at 1.67) report-read 0.74 (at 1.69)
 //
 // (durations in milliseconds). Phases that run beside others are listed
