@@ -226,39 +226,20 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 			}
 			tr.mark("idmap")
 		}
-		cg, limits = applyLimits(sp, cfg.Name, cfg.Limits.withDefaults(), early)
+		l := cfg.Limits.withDefaults()
+		sp.TmpSize, sp.FileSize = l.Tmp, l.FileSize
+		if st != nil {
+			// The root needs none of the cgroups: it is built while
+			// they are made.
+			err = buildHostRoot(cfg.Name, sp, opts, tr, makeTmp)
+		}
+		cg, limits = applyLimits(sp, cfg.Name, l, early)
 		sp.CgroupsSelf = selfJoin && cg != nil && cg.version == 1
 		tr.mark("cgroup")
 	}
 	var p *Process
 	userNS := false
 	if st != nil {
-		if hostTmpNeeded(sp) {
-			// Before the root is built: its read-only trees take no new
-			// directory.
-			err = makeTmp()
-		}
-		if err == nil {
-			err = hostRoot(sp, opts.rootRefused)
-			if err != nil && rootRefused(err) {
-				// A step the probe did not try was refused (a container's
-				// user namespace, a security module): from now on the
-				// helper builds the root, with idmapped trees made anew
-				// (the host's build took these).
-				detachedTreesRefused(err)
-				tr.note("the helper builds the root from now on: the host's build was refused: " + err.Error())
-				for _, f := range sp.idmapFiles {
-					f.Close()
-				}
-				sp.Idmap, sp.idmapFiles = nil, nil
-				err = runUnprivileged(sp, lease.uid)
-			}
-			if err != nil {
-				err = rootHostError(cfg.Name, err)
-			} else if sp.Root {
-				tr.mark("root")
-			}
-		}
 		if err == nil {
 			p, err = st.deliver(ctx, cfg.Name, sp)
 			st = nil // running, or gone
@@ -475,12 +456,45 @@ func reduceOrRefuse(cfg *Config, sp *spec, why string) error {
 	return nil
 }
 
-// applyLimits puts l into sp: a cgroup for processes and memory where the
-// host can make one, else rlimits; tmpfs sizes either way. It returns the
-// cgroup, if any, and the words Process.Limits gives.
+// buildHostRoot builds a root host's server root on the host (hostRoot),
+// after the TMPDIR the root needs. Where the kernel refuses a step its
+// probe did not try, the helper builds the root from then on.
+func buildHostRoot(name string, sp *spec, opts startOptions, tr *startTrace, makeTmp func() error) error {
+	if hostTmpNeeded(sp) {
+		// Before the root is built: its read-only trees take no new
+		// directory.
+		if err := makeTmp(); err != nil {
+			return err
+		}
+	}
+	err := hostRoot(sp, opts.rootRefused)
+	if err != nil && rootRefused(err) {
+		// A step the probe did not try was refused (a container's user
+		// namespace, a security module): from now on the helper builds
+		// the root, with idmapped trees made anew (the host's build took
+		// these).
+		detachedTreesRefused(err)
+		tr.note("the helper builds the root from now on: the host's build was refused: " + err.Error())
+		for _, f := range sp.idmapFiles {
+			f.Close()
+		}
+		sp.Idmap, sp.idmapFiles = nil, nil
+		err = runUnprivileged(sp, sp.lease.uid)
+	}
+	if err != nil {
+		return rootHostError(name, err)
+	}
+	if sp.Root {
+		tr.mark("root")
+	}
+	return nil
+}
+
+// applyLimits puts l's bounds on processes and memory into sp: a cgroup
+// where the host can make one, else rlimits (the caller sets the sizes of
+// files and tmpfs). It returns the cgroup, if any, and the words
+// Process.Limits gives.
 func applyLimits(sp *spec, name string, l Limits, early *earlyCgroup) (*cgroup, string) {
-	sp.TmpSize = l.Tmp
-	sp.FileSize = l.FileSize
 	setKernelBudgets(sp, useUserNS())
 	file := ", " + bytesize.Format(l.FileSize) + "/file"
 	if dropsRoot() {
