@@ -7,3 +7,6 @@ package sandbox
 // and on architectures without a seccomp filter. Start then re-executes
 // the host program as the helper.
 var helperProgram string
+
+// helperSum is empty with helperProgram.
+var helperSum string

@@ -2,14 +2,17 @@ package sandbox
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -61,7 +64,15 @@ func TestEmbeddedHelperCurrent(t *testing.T) {
 	}
 	if *updateHelper {
 		for _, arch := range helperArchs {
-			buildHelper(t, arch, filepath.Join("helperbin", "linux-"+arch))
+			out := filepath.Join("helperbin", "linux-"+arch)
+			buildHelper(t, arch, out)
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(out+".sha256", fmt.Appendf(nil, "%x\n", sha256.Sum256(b)), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := os.WriteFile(helperToolchain, []byte(runtime.Version()+"\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -90,11 +101,21 @@ func TestEmbeddedHelperCurrent(t *testing.T) {
 		if !bytes.Equal(got, have) {
 			t.Errorf("helperbin/linux-%s is not what internal/helper builds to (%d bytes, built: %d): rebuild it with make helper", arch, len(have), len(got))
 		}
+		sum, err := os.ReadFile(filepath.Join("helperbin", "linux-"+arch+".sha256"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("%x\n", sha256.Sum256(have)); string(sum) != want {
+			t.Errorf("helperbin/linux-%s.sha256 is %q, not the SHA-256 of helperbin/linux-%s (%q): rebuild with make helper", arch, sum, arch, want)
+		}
 	}
 	if arch := runtime.GOARCH; arch == "amd64" || arch == "arm64" {
 		have, _ := os.ReadFile(filepath.Join("helperbin", "linux-"+arch))
 		if helperProgram != string(have) {
 			t.Errorf("the helper embedded in this test binary is not helperbin/linux-%s", arch)
+		}
+		if want := fmt.Sprintf("%x\n", sha256.Sum256([]byte(helperProgram))); helperSum != want {
+			t.Errorf("the helper's sum embedded in this test binary is %q, want %q", helperSum, want)
 		}
 	}
 }
@@ -127,7 +148,7 @@ func TestStartHelperProgram(t *testing.T) {
 		selfHelper bool
 		want       string
 	}{
-		{"embedded", false, "/memfd:" + helperArg0},
+		{"embedded", false, embeddedWant()},
 		{"self", true, self},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,6 +162,9 @@ func TestStartHelperProgram(t *testing.T) {
 			s.check(t, []op{
 				{name: "write worktree", op: "write", args: []string{filepath.Join(wt, "x")}, ok: true},
 				{name: "write outside", op: "write", args: []string{filepath.Join(outside, "x")}, errnos: []string{"ENOENT"}},
+				// The helper's program, through its pid 1's exe link:
+				// root's, which the server's uid may not open.
+				{name: "write helper", op: "append", args: []string{"/proc/1/exe"}, errnos: []string{"EACCES", "EPERM", "ETXTBSY"}},
 				// A port that listens: a refused connection would say
 				// nothing of the seccomp filter's socket rule.
 				{name: "tcp", op: "tcp", args: []string{tcp}, errnos: []string{"EAFNOSUPPORT"}},
@@ -153,6 +177,16 @@ func TestStartHelperProgram(t *testing.T) {
 			}
 		})
 	}
+}
+
+// embeddedWant is what the helper runs when it is the embedded program:
+// on a root host its copy in helperCacheDir, else a memory file.
+func embeddedWant() string {
+	helperPath()
+	if embedded.file.cached {
+		return helperCacheDir + "/helper-"
+	}
+	return "/memfd:" + helperArg0
 }
 
 // TestHelperFallback: when the helper program cannot be executed (here a
@@ -205,7 +239,7 @@ func TestHelperDescriptorReused(t *testing.T) {
 		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
 	}
 	helperPath() // loaded before the state is saved
-	f, err := loadHelper(helperProgram)
+	f, err := memoryHelper(helperProgram)
 	if err != nil {
 		t.Skipf("the embedded helper cannot be loaded here: %v", err)
 	}
@@ -266,5 +300,215 @@ func TestEmbeddedHelperSealed(t *testing.T) {
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != helperProgram {
 		t.Errorf("the memory file does not hold the helper program (%d bytes, %v)", len(b), err)
+	}
+}
+
+// TestHelperCache: a root host runs the helper program from its copy in
+// the cache directory (helperCache), and never from a file there that
+// someone other than root could have changed, or root by mistake: each
+// file planted below is a shell script as long as the program, which
+// leaves a mark if it runs. A planted copy is replaced (only root can
+// write there); in a directory others could write, the cache is not used
+// at all. Each case fails with its check in cachedFileOK, openCached or
+// cacheDirOK removed: the file run is then not the program.
+func TestHelperCache(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a root host keeps a copy of the helper program")
+	}
+	if helperProgram == "" {
+		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
+	}
+	name := "helper-" + strings.TrimSpace(helperSum)
+	mark := filepath.Join(t.TempDir(), "ran")
+	script := "#!/bin/sh\ntouch " + mark + "\nexit 0\n#"
+	hostile := script + strings.Repeat("x", len(helperProgram)-len(script))
+	plantFile := func(t *testing.T, p string, mode os.FileMode, uid int, immutable bool) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(hostile), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, uid, 0); err != nil {
+			t.Fatal(err)
+		}
+		if immutable {
+			setImmutable(t, p, true)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		plant  func(t *testing.T, dir string)
+		cached bool // the copy in dir is used
+	}{
+		{"empty", func(*testing.T, string) {}, true},
+		{"writable by its group", func(t *testing.T, dir string) { plantFile(t, filepath.Join(dir, name), 0o570, 0, true) }, true},
+		{"another owner", func(t *testing.T, dir string) { plantFile(t, filepath.Join(dir, name), 0o500, 65534, true) }, true},
+		{"mutable", func(t *testing.T, dir string) { plantFile(t, filepath.Join(dir, name), 0o500, 0, false) }, true},
+		{"symbolic link", func(t *testing.T, dir string) {
+			elsewhere := t.TempDir()
+			t.Cleanup(func() { clearImmutable(elsewhere) })
+			p := filepath.Join(elsewhere, "helper")
+			plantFile(t, p, 0o500, 0, true)
+			if err := os.Symlink(p, filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"two links", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "other")
+			plantFile(t, p, 0o500, 0, false)
+			if err := os.Link(p, filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+			setImmutable(t, p, true)
+		}, true},
+		{"directory writable by all", func(t *testing.T, dir string) {
+			plantFile(t, filepath.Join(dir, name), 0o500, 0, true)
+			if err := os.Chmod(dir, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"directory of another owner", func(t *testing.T, dir string) {
+			plantFile(t, filepath.Join(dir, name), 0o500, 0, true)
+			if err := os.Chown(dir, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "cache")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { clearImmutable(dir) })
+			tc.plant(t, dir)
+			f, err := loadHelper(helperProgram, helperSum, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(f.fd)
+			target, err := os.Readlink(f.path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := filepath.Join(dir, name); f.cached != tc.cached || tc.cached && target != want {
+				t.Errorf("the helper program is %q (cached %v), want the copy %v", target, f.cached, tc.cached)
+			}
+			if b, err := os.ReadFile(f.path()); err != nil || string(b) != helperProgram {
+				t.Errorf("%s does not hold the helper program (%d bytes, %v)", target, len(b), err)
+			}
+			// Run as Start runs it: the helper program refuses to run
+			// unless started by Start; the script would leave its mark.
+			out, err := exec.Command(f.path()).CombinedOutput()
+			if _, statErr := os.Stat(mark); statErr == nil {
+				t.Fatalf("the planted script ran as the helper (%v: %s)", err, out)
+			}
+			if !strings.Contains(string(out), "mcphost-sandbox-helper") {
+				t.Errorf("running the helper program: %v: %s", err, out)
+			}
+			if tc.cached {
+				var st unix.Stat_t
+				if err := unix.Fstat(f.fd, &st); err != nil {
+					t.Fatal(err)
+				}
+				if err := cachedFileOK(f.fd, &st, len(helperProgram)); err != nil {
+					t.Errorf("the copy: %v", err)
+				}
+				if g, err := loadHelper(helperProgram, helperSum, dir); err != nil || !g.cached {
+					t.Errorf("loading it again: cached %v, %v", g.cached, err)
+				} else {
+					var st2 unix.Stat_t
+					unix.Fstat(g.fd, &st2)
+					unix.Close(g.fd)
+					if st2.Ino != st.Ino {
+						t.Error("loading it again made another copy")
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestHelperCacheConcurrent: hosts that load the helper program at once
+// into an empty cache directory all get one whole copy.
+func TestHelperCacheConcurrent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a root host keeps a copy of the helper program")
+	}
+	if helperProgram == "" {
+		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
+	}
+	dir := filepath.Join(t.TempDir(), "cache")
+	t.Cleanup(func() { clearImmutable(dir) })
+	const n = 16
+	files := make([]helperFile, n)
+	var wg sync.WaitGroup
+	for i := range files {
+		wg.Go(func() {
+			f, err := loadHelper(helperProgram, helperSum, dir)
+			if err != nil {
+				t.Error(err)
+			}
+			files[i] = f
+		})
+	}
+	wg.Wait()
+	ino := map[uint64]bool{}
+	for _, f := range files {
+		if !f.cached {
+			t.Errorf("a host got a memory file, not the copy")
+		}
+		ino[f.ino] = true
+		if b, err := os.ReadFile(f.path()); err != nil || string(b) != helperProgram {
+			t.Errorf("a host's copy is not the helper program (%d bytes, %v)", len(b), err)
+		}
+		unix.Close(f.fd)
+	}
+	if len(ino) != 1 {
+		t.Errorf("%d copies, want one", len(ino))
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 1 {
+		t.Errorf("the directory holds %d files, want one", len(names))
+	}
+}
+
+// setImmutable sets or clears FS_IMMUTABLE_FL on p.
+func setImmutable(t *testing.T, p string, on bool) {
+	t.Helper()
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err == nil {
+		if on {
+			flags |= fsImmutable
+		} else {
+			flags &^= fsImmutable
+		}
+		err = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags))
+	}
+	if err != nil {
+		t.Skipf("FS_IMMUTABLE_FL on %s: %v", p, err)
+	}
+}
+
+// clearImmutable clears FS_IMMUTABLE_FL on every file in dir, so that it
+// can be removed.
+func clearImmutable(dir string) {
+	os.Chmod(dir, 0o700)
+	os.Chown(dir, 0, 0)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		fd, err := unix.Open(filepath.Join(dir, e.Name()), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
+			continue
+		}
+		if flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS); err == nil {
+			unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^fsImmutable))
+		}
+		unix.Close(fd)
 	}
 }

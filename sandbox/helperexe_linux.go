@@ -16,13 +16,14 @@ import (
 // importing program into a helper when started as one.
 const selfExe = "/proc/self/exe"
 
-// embedded is the embedded helper program loaded into a sealed memory file,
-// once per process: a cache of immutable bytes, not state a caller sees,
-// which is why it may be package-level. After a failure to load or to run
-// it, every Start uses selfExe.
+// embedded is the embedded helper program, loaded once per process (a
+// root host's copy on disk, else a sealed memory file): a cache of
+// immutable bytes, not state a caller sees, which is why it may be
+// package-level. After a failure to load or to run it, every Start uses
+// selfExe.
 var embedded struct {
 	once sync.Once
-	file helperFile // the sealed memory file; fd < 0 when there is none
+	file helperFile // its file; fd < 0 when there is none
 	err  error      // why there is none
 
 	mu       sync.Mutex
@@ -33,7 +34,7 @@ var embedded struct {
 // embedded one when this system lets it run, else the host program.
 func helperPath() string {
 	embedded.once.Do(func() {
-		embedded.file, embedded.err = loadHelper(helperProgram)
+		embedded.file, embedded.err = loadHelper(helperProgram, helperSum, helperCacheDir)
 	})
 	embedded.mu.Lock()
 	defer embedded.mu.Unlock()
@@ -64,10 +65,12 @@ func disableEmbedded(err error) {
 // /proc/self/fd/N, which must not be one of them.
 const helperFD = 10
 
-// helperFile is the memory file holding the helper program.
+// helperFile is the file holding the helper program: a sealed memory
+// file, or a root host's copy on disk (cached).
 type helperFile struct {
 	fd       int
 	dev, ino uint64
+	cached   bool
 }
 
 func (f helperFile) path() string { return "/proc/self/fd/" + strconv.Itoa(f.fd) }
@@ -75,28 +78,48 @@ func (f helperFile) path() string { return "/proc/self/fd/" + strconv.Itoa(f.fd)
 // helperSeals are the seals that make the memory file immutable.
 const helperSeals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
 
-// check reports an error unless f.fd still refers to the sealed memory
-// file loadHelper made.
+// check reports an error unless f.fd still refers to the file loadHelper
+// returned: the same file, and for a memory file, still sealed.
 func (f helperFile) check() error {
 	var st unix.Stat_t
 	if err := unix.Fstat(f.fd, &st); err != nil {
 		return fmt.Errorf("descriptor %d of the helper program: %w", f.fd, err)
 	}
-	seals, err := unix.FcntlInt(uintptr(f.fd), unix.F_GET_SEALS, 0)
-	if err != nil || st.Dev != f.dev || st.Ino != f.ino || seals&helperSeals != helperSeals {
+	same := st.Dev == f.dev && st.Ino == f.ino
+	if !f.cached {
+		seals, err := unix.FcntlInt(uintptr(f.fd), unix.F_GET_SEALS, 0)
+		same = same && err == nil && seals&helperSeals == helperSeals
+	}
+	if !same {
 		return fmt.Errorf("descriptor %d no longer holds the helper program (closed and reused elsewhere in this process?)", f.fd)
 	}
 	return nil
 }
 
+// loadHelper returns the helper program prog, whose SHA-256 in hex is
+// sum: on a root host its copy in the directory dir (helperCache), and
+// where that cannot be had, or the host is not root, a sealed memory file
+// (memoryHelper). The file lives as long as the process; its descriptor
+// is close-on-exec, so no child keeps it.
+func loadHelper(prog, sum, dir string) (helperFile, error) {
+	if prog == "" {
+		return helperFile{fd: -1}, errors.New("no helper program is embedded for this architecture")
+	}
+	if dir != "" && os.Geteuid() == 0 {
+		if f, err := helperCache(prog, sum, dir); err == nil {
+			return f, nil
+		}
+	}
+	return memoryHelper(prog)
+}
+
+// memoryHelper writes prog into a memory file, seals it against every
+// change and returns it.
 // loadHelper writes prog into a memory file, seals it against every change
 // and returns it. The file lives as long as the process; it is
 // close-on-exec, so no child keeps it.
-func loadHelper(prog string) (helperFile, error) {
+func memoryHelper(prog string) (helperFile, error) {
 	none := helperFile{fd: -1}
-	if prog == "" {
-		return none, errors.New("no helper program is embedded for this architecture")
-	}
 	flags := unix.MFD_CLOEXEC | unix.MFD_ALLOW_SEALING
 	fd, err := unix.MemfdCreate(helperArg0, flags|unix.MFD_EXEC)
 	if err == unix.EINVAL {
