@@ -512,3 +512,65 @@ func clearImmutable(dir string) {
 		unix.Close(fd)
 	}
 }
+
+// TestHelperDescriptorAbovePipes: the embedded helper program runs even
+// when its file's descriptor is the number just above the highest the
+// child is given, where os/exec moves its own pipe before the exec (the
+// exec then ran that pipe: EACCES, and every later start used the host
+// program). It fails without passHelper.
+func TestHelperDescriptorAbovePipes(t *testing.T) {
+	if helperPath() == selfExe {
+		t.Skipf("the embedded helper cannot run here: %v", embedded.err)
+	}
+	const base = 200
+	var files []*os.File
+	for i := range 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		if err := unix.Dup3(int(r.Fd()), base+i, unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		f := os.NewFile(uintptr(base+i), "pipe")
+		defer f.Close()
+		files = append(files, f)
+	}
+	embedded.mu.Lock()
+	saved, savedDisabled := embedded.file, embedded.disabled
+	err := unix.Dup3(saved.fd, base+2, unix.O_CLOEXEC)
+	moved := saved
+	moved.fd = base + 2
+	embedded.file, embedded.disabled = moved, nil
+	embedded.mu.Unlock()
+	t.Cleanup(func() {
+		embedded.mu.Lock()
+		embedded.file, embedded.disabled = saved, savedDisabled
+		embedded.mu.Unlock()
+		unix.Close(base + 2)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := helperPath()
+	if path != moved.path() {
+		t.Fatalf("helperPath() = %q, want %q", path, moved.path())
+	}
+	var out strings.Builder
+	cmd := &exec.Cmd{Path: path, Args: []string{"mcphost-test"}, ExtraFiles: files, Stdout: &out, Stderr: &out}
+	release, err := passHelper(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Start()
+	release()
+	if err != nil {
+		t.Fatalf("starting the helper program at descriptor %d: %v", base+2, err)
+	}
+	cmd.Wait()
+	if !strings.Contains(out.String(), "mcphost-sandbox-helper") {
+		t.Errorf("the program run is not the helper: %q", out.String())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"sync"
 
@@ -51,6 +52,32 @@ func helperPath() string {
 	return embedded.file.path()
 }
 
+// passHelper makes cmd, whose Path is helperPath's, run the embedded
+// helper program from a descriptor the child is given, not from the
+// host's own: os/exec moves some of the child's descriptors, before its
+// exec, to the numbers just above the highest it passes, and the host's
+// descriptor of the program could be one of them (the exec then ran a
+// pipe and failed with EACCES, which happened whenever the program's file
+// was opened after the start's pipes). A copy of the descriptor is
+// appended to cmd.ExtraFiles and executed as the number the child gets.
+// The returned function closes that copy; call it once cmd.Start has
+// returned. For any other Path it does nothing.
+func passHelper(cmd *exec.Cmd) (release func(), err error) {
+	embedded.mu.Lock()
+	fd := -1
+	if embedded.file.fd >= 0 && cmd.Path == embedded.file.path() {
+		fd, err = unix.FcntlInt(uintptr(embedded.file.fd), unix.F_DUPFD_CLOEXEC, 3)
+	}
+	embedded.mu.Unlock()
+	if fd < 0 {
+		return func() {}, err
+	}
+	f := os.NewFile(uintptr(fd), helperArg0)
+	cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+	cmd.Path = "/proc/self/fd/" + strconv.Itoa(2+len(cmd.ExtraFiles))
+	return func() { f.Close() }, nil
+}
+
 // disableEmbedded stops using the embedded helper after err running it.
 func disableEmbedded(err error) {
 	embedded.mu.Lock()
@@ -60,9 +87,8 @@ func disableEmbedded(err error) {
 	}
 }
 
-// helperFD is the lowest descriptor the memory file may have: os/exec
-// places the helper's stdio and extra files at 0 to 4 before it executes
-// /proc/self/fd/N, which must not be one of them.
+// helperFD is the lowest descriptor the helper program's file may have,
+// clear of the numbers a host's stdio and early files take.
 const helperFD = 10
 
 // helperFile is the file holding the helper program: a sealed memory

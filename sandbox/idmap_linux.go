@@ -184,12 +184,18 @@ func heldUserNS(uid, gid, as uint32) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if err := cmd.Start(); err != nil {
+	release, err := passHelper(cmd)
+	if err == nil {
+		err = cmd.Start()
+		release()
+	}
+	if err != nil {
 		if path == selfExe {
 			return -1, fmt.Errorf("starting a user namespace for idmapped mounts: %w", err)
 		}
 		cmd.Path = selfExe
 		cmd.Process = nil
+		cmd.ExtraFiles = nil
 		if err2 := cmd.Start(); err2 != nil {
 			return -1, fmt.Errorf("starting a user namespace for idmapped mounts: %w", err)
 		}

@@ -1590,7 +1590,11 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 	runtime.LockOSThread()
 	defer close(p.exited)
 	cmd := newCmd(path)
-	err := cmd.Start()
+	release, err := passHelper(cmd)
+	if err == nil {
+		err = cmd.Start()
+		release()
+	}
 	p.traceExeced = monoNow() // the helper runs from here on
 	if err != nil && path != selfExe {
 		cmd = newCmd(selfExe)
