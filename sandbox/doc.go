@@ -16,10 +16,14 @@
 //
 // Start runs a small helper process, which builds the sandbox around itself
 // and then starts the server. The helper is this package built alone
-// (internal/helper, about 2.4 MB), embedded for linux/amd64 and linux/arm64
-// and run from a sealed memory file (memfd_create, written once per process,
-// in the background as the process starts, in a few milliseconds, and
-// sealed against every change; the process keeps it open for its life). It is run that way,
+// (internal/helper, about 2.7 MB), embedded for linux/amd64 and linux/arm64.
+// A root host runs it from an immutable copy only root can write, in
+// /run/mcphost, written once per version (helperCacheDir says what is
+// checked before it is used); any other host from a sealed memory file
+// (memfd_create, written once per process, in the background as the
+// process starts, and sealed against every change). The process keeps
+// either open for its life, and each start executes it as a descriptor
+// the helper is given. It is run that way,
 // rather than by re-executing the importing program, because a Go program's
 // start grows with what it links: an agent that links the go-sdk and BLAKE3
 // reached the helper's code after 2 to 3 ms, the embedded program in about
@@ -28,9 +32,9 @@
 // (rebuild them with `make helper`), so they are trusted for being
 // reproducible, not for being there.
 //
-// Where a memory file cannot be executed (vm.memfd_noexec, a security
-// module), nothing is embedded, or the memory file's descriptor no longer
-// holds it (checked before every start), Start re-executes the running
+// Where neither file can be executed (vm.memfd_noexec, a security
+// module), nothing is embedded, or the file's descriptor no longer holds
+// it (checked before every start), Start re-executes the running
 // program through /proc/self/exe instead, for that start and every later
 // one.
 // Importers add nothing to main for this either: the package's init

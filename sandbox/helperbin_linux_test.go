@@ -276,8 +276,10 @@ func TestHelperDescriptorReused(t *testing.T) {
 	}
 }
 
-// TestEmbeddedHelperSealed: the memory file holding the helper program
-// cannot be changed, not even by this process.
+// TestEmbeddedHelperSealed: the file holding the helper program cannot be
+// changed, not even by this process: a memory file is sealed, a root
+// host's copy immutable (FS_IMMUTABLE_FL), and either write fails with
+// EPERM.
 func TestEmbeddedHelperSealed(t *testing.T) {
 	if helperProgram == "" {
 		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
@@ -292,14 +294,14 @@ func TestEmbeddedHelperSealed(t *testing.T) {
 		f.Close()
 	}
 	if err == nil {
-		t.Fatal("wrote to the helper program's memory file")
+		t.Fatal("wrote to the helper program's file")
 	}
 	// The seal's refusal, not a wrong path or a closed descriptor.
 	if !errors.Is(err, unix.EPERM) {
-		t.Errorf("writing the helper program's memory file: %v, want EPERM (sealed)", err)
+		t.Errorf("writing the helper program's file: %v, want EPERM (sealed or immutable)", err)
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != helperProgram {
-		t.Errorf("the memory file does not hold the helper program (%d bytes, %v)", len(b), err)
+		t.Errorf("the file does not hold the helper program (%d bytes, %v)", len(b), err)
 	}
 }
 
