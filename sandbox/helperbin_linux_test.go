@@ -10,10 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -574,5 +576,61 @@ func TestHelperDescriptorAbovePipes(t *testing.T) {
 	cmd.Wait()
 	if !strings.Contains(out.String(), "mcphost-sandbox-helper") {
 		t.Errorf("the program run is not the helper: %q", out.String())
+	}
+}
+
+// TestHelperCacheStale: writing this version's copy removes the copies of
+// other versions older than helperCopyAge, then the oldest beyond
+// helperCopiesMax, immutable or not; younger ones are kept, so that hosts
+// of two versions that run by turns do not rewrite theirs each time.
+func TestHelperCacheStale(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a root host keeps a copy of the helper program")
+	}
+	if helperProgram == "" {
+		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
+	}
+	for _, tc := range []struct {
+		name   string
+		others map[string]time.Duration // name: age
+		kept   []string
+	}{
+		{"old", map[string]time.Duration{"helper-10m": 10 * time.Minute, "helper-48h": 48 * time.Hour}, []string{"helper-10m"}},
+		{"many", map[string]time.Duration{"helper-10m": 10 * time.Minute, "helper-20m": 20 * time.Minute, "helper-30m": 30 * time.Minute, "helper-40m": 40 * time.Minute},
+			[]string{"helper-10m", "helper-20m", "helper-30m"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "cache")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { clearImmutable(dir) })
+			now := time.Now()
+			for n, age := range tc.others {
+				p := filepath.Join(dir, n)
+				if err := os.WriteFile(p, []byte("another version"), 0o500); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+					t.Fatal(err)
+				}
+				setImmutable(t, p, true)
+			}
+			f, err := loadHelper(helperProgram, helperSum, dir)
+			if err != nil || !f.cached {
+				t.Fatalf("loading the helper program: cached %v, %v", f.cached, err)
+			}
+			unix.Close(f.fd)
+			var left []string
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				left = append(left, e.Name())
+			}
+			want := append([]string{"helper-" + strings.TrimSpace(helperSum)}, tc.kept...)
+			slices.Sort(want)
+			if !slices.Equal(left, want) {
+				t.Errorf("the directory holds %q, want %q", left, want)
+			}
+		})
 	}
 }

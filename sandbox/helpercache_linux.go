@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -240,9 +242,19 @@ func writeCached(d int, name, prog string) error {
 	return nil
 }
 
-// removeStaleHelpers removes from the directory d the copies of helper
-// programs other than name: other versions' (a process that runs one
-// holds its descriptor, which keeps it).
+// Bounds on the copies of other versions in the cache directory
+// (removeStaleHelpers): hosts of different versions that run by turns
+// (an agent built with one mcphost, the CLI of another) each keep theirs,
+// but the directory, often in memory, does not grow without end.
+const (
+	helperCopiesMax = 4              // copies kept, this version's included
+	helperCopyAge   = 24 * time.Hour // older copies of other versions go
+)
+
+// removeStaleHelpers removes from the directory d the copies of other
+// versions than name made more than helperCopyAge ago, then the oldest
+// beyond helperCopiesMax. A process that runs a removed copy keeps it
+// through its descriptor; a later one of that version writes it anew.
 func removeStaleHelpers(d int, name string) {
 	dup, err := unix.Dup(d)
 	if err != nil {
@@ -251,16 +263,30 @@ func removeStaleHelpers(d int, name string) {
 	f := os.NewFile(uintptr(dup), "dir")
 	names, _ := f.Readdirnames(-1)
 	f.Close()
+	type copyOf struct {
+		name string
+		made time.Time
+	}
+	var others []copyOf
 	for _, n := range names {
-		if n == name || !strings.HasPrefix(n, "helper-") {
+		var st unix.Stat_t
+		if n == name || !strings.HasPrefix(n, "helper-") || unix.Fstatat(d, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 			continue
 		}
-		if fd, err := unix.Openat(d, n, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0); err == nil {
+		others = append(others, copyOf{n, time.Unix(st.Mtim.Unix())})
+	}
+	// Newest first: what is kept.
+	slices.SortFunc(others, func(a, b copyOf) int { return b.made.Compare(a.made) })
+	for i, c := range others {
+		if i+1 < helperCopiesMax && time.Since(c.made) < helperCopyAge {
+			continue
+		}
+		if fd, err := unix.Openat(d, c.name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0); err == nil {
 			if flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS); err == nil && flags&fsImmutable != 0 {
 				unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^fsImmutable))
 			}
 			unix.Close(fd)
 		}
-		unix.Unlinkat(d, n, 0)
+		unix.Unlinkat(d, c.name, 0)
 	}
 }
