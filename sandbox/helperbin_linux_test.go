@@ -166,7 +166,8 @@ func TestStartHelperProgram(t *testing.T) {
 				{name: "write outside", op: "write", args: []string{filepath.Join(outside, "x")}, errnos: []string{"ENOENT"}},
 				// The helper's program, through its pid 1's exe link:
 				// root's, which the server's uid may not open.
-				{name: "write helper", op: "append", args: []string{"/proc/1/exe"}, errnos: []string{"EACCES", "EPERM", "ETXTBSY"}},
+				{name: "write helper", op: "append", args: []string{"/proc/1/exe"}, errnos: []string{"EACCES"}},
+				{name: "read helper", op: "read", args: []string{"/proc/1/exe"}, errnos: []string{"EACCES"}},
 				// A port that listens: a refused connection would say
 				// nothing of the seccomp filter's socket rule.
 				{name: "tcp", op: "tcp", args: []string{tcp}, errnos: []string{"EAFNOSUPPORT"}},
@@ -267,6 +268,11 @@ func TestHelperDescriptorReused(t *testing.T) {
 	if err := unix.Dup3(int(other.Fd()), f.fd, unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)
 	}
+	// A start that got the path before the number was taken: passHelper
+	// checks again.
+	if _, err := passHelper(&exec.Cmd{Path: f.path()}); err == nil {
+		t.Error("passHelper passed on a descriptor another file took")
+	}
 	if got := helperPath(); got != selfExe {
 		t.Errorf("helperPath() = %q after the descriptor was reused, want %q", got, selfExe)
 	}
@@ -310,11 +316,13 @@ func TestEmbeddedHelperSealed(t *testing.T) {
 // TestHelperCache: a root host runs the helper program from its copy in
 // the cache directory (helperCache), and never from a file there that
 // someone other than root could have changed, or root by mistake: each
-// file planted below is a shell script as long as the program, which
-// leaves a mark if it runs. A planted copy is replaced (only root can
-// write there); in a directory others could write, the cache is not used
-// at all. Each case fails with its check in cachedFileOK, openCached or
-// cacheDirOK removed: the file run is then not the program.
+// file planted below is not the program (a shell script, as long as the
+// program but for the size case). A planted copy is replaced (only root
+// can write there); in a directory others could write, or one that runs
+// nothing, the cache is not used at all. The test runs what was loaded
+// and checks its bytes and its words (the script, run from a descriptor,
+// cannot even read itself). Each case fails with its check in
+// cachedFileOK, openCached or openCacheDir removed.
 func TestHelperCache(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("only a root host keeps a copy of the helper program")
@@ -347,6 +355,10 @@ func TestHelperCache(t *testing.T) {
 		cached bool // the copy in dir is used
 	}{
 		{"empty", func(*testing.T, string) {}, true},
+		{"empty, the writer's umask 0177", func(t *testing.T, _ string) {
+			old := unix.Umask(0o177)
+			t.Cleanup(func() { unix.Umask(old) })
+		}, true},
 		{"writable by its group", func(t *testing.T, dir string) { plantFile(t, filepath.Join(dir, name), 0o570, 0, true) }, true},
 		{"another owner", func(t *testing.T, dir string) { plantFile(t, filepath.Join(dir, name), 0o500, 65534, true) }, true},
 		{"mutable", func(t *testing.T, dir string) { plantFile(t, filepath.Join(dir, name), 0o500, 0, false) }, true},
@@ -379,10 +391,31 @@ func TestHelperCache(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, false},
+		{"not executable", func(t *testing.T, dir string) { plantFile(t, filepath.Join(dir, name), 0o400, 0, true) }, true},
+		{"another size", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, []byte(hostile[:len(hostile)-1]), 0o500); err != nil {
+				t.Fatal(err)
+			}
+			setImmutable(t, p, true)
+		}, true},
+		{"ancestor writable by all", func(t *testing.T, dir string) {
+			plantFile(t, filepath.Join(dir, name), 0o500, 0, true)
+			if err := os.Chmod(filepath.Dir(dir), 0o777); err != nil { // not sticky
+				t.Fatal(err)
+			}
+		}, false},
+		{"noexec filesystem", func(t *testing.T, dir string) {
+			if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOEXEC, "mode=0700"); err != nil {
+				t.Skipf("mounting a tmpfs: %v", err)
+			}
+			t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+			plantFile(t, filepath.Join(dir, name), 0o500, 0, true)
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "cache")
-			if err := os.Mkdir(dir, 0o700); err != nil {
+			dir := filepath.Join(t.TempDir(), "parent", "cache")
+			if err := os.MkdirAll(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { clearImmutable(dir) })
@@ -633,4 +666,71 @@ func TestHelperCacheStale(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHelperCacheProcesses: hosts of one version that start at once, each
+// its own process, into an empty cache directory, each run the copy: none
+// removes a copy another is still making (the directory's lock), and none
+// meets ETXTBSY (the copy is linked once no descriptor can write it).
+func TestHelperCacheProcesses(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a root host keeps a copy of the helper program")
+	}
+	if helperProgram == "" {
+		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
+	}
+	for round := range 3 {
+		dir := filepath.Join(t.TempDir(), "cache")
+		t.Cleanup(func() { clearImmutable(dir) })
+		const n = 8
+		outs := make([]string, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				cmd := exec.Command(os.Args[0])
+				cmd.Env = append(os.Environ(), helperCacheEnv+"="+dir)
+				b, err := cmd.CombinedOutput()
+				outs[i] = fmt.Sprintf("%s(%v)", b, err)
+			})
+		}
+		wg.Wait()
+		for i, o := range outs {
+			if !strings.Contains(o, "ran the copy") {
+				t.Errorf("round %d, host %d: %s", round, i, o)
+			}
+		}
+		if names, _ := os.ReadDir(dir); len(names) != 1 {
+			t.Errorf("round %d: the directory holds %d files, want one", round, len(names))
+		}
+	}
+}
+
+// helperCacheEnv makes the test binary a host of TestHelperCacheProcesses
+// (testMain): it loads the helper program with the cache directory the
+// variable names, runs it, and says how that went.
+const helperCacheEnv = "MCPHOST_TEST_HELPER_CACHE"
+
+// helperCacheHost is the test binary run by TestHelperCacheProcesses.
+func helperCacheHost(dir string) int {
+	f, err := loadHelper(helperProgram, helperSum, dir)
+	if err != nil || !f.cached {
+		fmt.Printf("not the copy: cached %v, %v\n", f.cached, err)
+		return 1
+	}
+	embedded.mu.Lock()
+	embedded.file, embedded.disabled = f, nil
+	embedded.mu.Unlock()
+	var out strings.Builder
+	cmd := &exec.Cmd{Path: helperPath(), Args: []string{"mcphost-test"}, Stdout: &out, Stderr: &out}
+	release, err := passHelper(cmd)
+	if err == nil {
+		err = cmd.Run()
+		release()
+	}
+	if !strings.Contains(out.String(), "mcphost-sandbox-helper") {
+		fmt.Printf("running the copy: %v: %q\n", err, out.String())
+		return 1
+	}
+	fmt.Println("ran the copy")
+	return 0
 }

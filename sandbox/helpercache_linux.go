@@ -14,8 +14,9 @@ import (
 )
 
 // helperCacheDir is where a root host keeps its copy of the embedded helper
-// program: the directory of runtime files, which the system empties at
-// each boot.
+// program: the directory of runtime files (on most systems a tmpfs,
+// emptied at each boot; on some, as on the machine the benchmarks ran on,
+// the root filesystem).
 //
 // Writing the program (2.7 MB) into a memory file cost every host process
 // about 2 ms of CPU (the kernel's page allocations and copy), on the
@@ -27,13 +28,17 @@ import (
 // is: only root. Before it is used, the directory and each one above it
 // must belong to root and be writable by no one else (an ancestor may be
 // writable by others if it is sticky, as /tmp is: they cannot move what
-// root owns there), and the file must be root's, writable by no one
-// else, a regular file with one link and the program's size, on a
-// filesystem that lets it run. The file is written under no name
-// (O_TMPFILE) and linked once it is whole, so no process ever finds a
-// partial copy. Anything else (a host that is not root, a directory this
-// host cannot make, a file that fails a check) and the host uses a
-// sealed memory file, as before.
+// root owns there), and the file must be root's, mode 0500, a regular
+// file with one link and the program's size, immutable, on a filesystem
+// that lets it run and is not FUSE. Its bytes are not compared: a root
+// process that cleared the flag to change them could as well change the
+// host program. The file is written under no name (O_TMPFILE), linked
+// once it is whole and no descriptor can write it, then made immutable,
+// under the directory's lock, so no process ever runs a partial copy or
+// removes one being made. Anything else (a host that is not root, or
+// without CAP_LINUX_IMMUTABLE, a directory this host cannot make, a file
+// that fails a check after a rewrite) and the host uses a sealed memory
+// file, as before.
 //
 // A server cannot reach the copy: it runs as a uid of its own, without
 // capabilities, in a root that does not hold the directory, and the
@@ -47,6 +52,11 @@ const fsImmutable = 0x10
 
 // helperCache returns the copy of prog in dir, named for sum, making it if
 // it is missing; see helperCacheDir.
+//
+// Hosts that find the copy missing or failing a check take an exclusive
+// lock on the directory (flock) and look again before they replace it:
+// one host writes it, and none removes a copy another is still making.
+// Hosts that find a good copy take no lock.
 func helperCache(prog, sum, dir string) (helperFile, error) {
 	none := helperFile{fd: -1}
 	sum = strings.TrimSpace(sum)
@@ -59,32 +69,79 @@ func helperCache(prog, sum, dir string) (helperFile, error) {
 	}
 	defer unix.Close(d)
 	name := "helper-" + sum
-	f, err := openCached(d, name, len(prog))
-	if err == unix.ENOENT {
-		if err := writeCached(d, name, prog); err != nil && err != unix.EEXIST {
-			return none, fmt.Errorf("writing the helper program to %s: %w", dir, err)
-		}
-		f, err = openCached(d, name, len(prog))
+	path := filepath.Join(dir, name)
+	if f, err := openCached(d, name, len(prog)); err == nil {
+		return f, nil
 	}
+	if err := flock(d); err != nil {
+		return none, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	defer unix.Flock(d, unix.LOCK_UN)
+	f, err := openCached(d, name, len(prog))
+	if err == nil {
+		return f, nil // another host made it meanwhile
+	}
+	switch {
+	case errors.Is(err, errBadCopy):
+		// Only root could have put it there: a copy root changed, one
+		// another version's removal made mutable, a file of the wrong
+		// size. Replaced.
+		if rerr := removeCopy(d, name); rerr != nil {
+			return none, fmt.Errorf("%s: %w; removing it: %w", path, err, rerr)
+		}
+	case !errors.Is(err, unix.ENOENT):
+		return none, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := canMakeImmutable(d); err != nil {
+		return none, fmt.Errorf("%s: %w", dir, err)
+	}
+	if err := writeCached(d, name, prog); err != nil {
+		return none, fmt.Errorf("writing %s: %w", path, err)
+	}
+	f, err = openCached(d, name, len(prog))
 	if err != nil {
-		return none, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
+		return none, fmt.Errorf("%s: %w", path, err)
 	}
 	return f, nil
 }
 
+// flock takes an exclusive lock on the directory d, waiting for it.
+func flock(d int) error {
+	for {
+		err := unix.Flock(d, unix.LOCK_EX)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// canMakeImmutable says why this host could not make a copy immutable in
+// the directory d, or nil: without CAP_LINUX_IMMUTABLE (a container's
+// root, often), or on a filesystem without the flag, every process would
+// write the copy only to refuse it.
+func canMakeImmutable(d int) error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return err
+	}
+	if data[unix.CAP_LINUX_IMMUTABLE/32].Effective&(1<<(unix.CAP_LINUX_IMMUTABLE%32)) == 0 {
+		return errors.New("no CAP_LINUX_IMMUTABLE to make the copy immutable")
+	}
+	if _, err := unix.IoctlGetUint32(d, unix.FS_IOC_GETFLAGS); err != nil {
+		return fmt.Errorf("its filesystem keeps no file flags (immutable): %w", err)
+	}
+	return nil
+}
+
 // openCached opens the copy name in the directory d, a program of size
-// bytes, and checks it (cachedFileOK). A copy that fails a check is
-// removed (only root could have put it there: a copy another version
-// left, or one root changed), and ENOENT returned, so that the caller
-// writes it anew.
+// bytes, and checks it (cachedFileOK): ENOENT if there is none, an error
+// wrapping errBadCopy if what is there fails a check.
 func openCached(d int, name string, size int) (helperFile, error) {
 	none := helperFile{fd: -1}
 	fd, err := unix.Openat(d, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err == unix.ELOOP {
-		// A symbolic link: not the copy, whatever it names.
-		if unix.Unlinkat(d, name, 0) == nil {
-			return none, unix.ENOENT
-		}
+		return none, fmt.Errorf("%w: a symbolic link", errBadCopy)
 	}
 	if err != nil {
 		return none, err
@@ -96,22 +153,34 @@ func openCached(d int, name string, size int) (helperFile, error) {
 	}
 	var st unix.Stat_t
 	if err = unix.Fstat(high, &st); err == nil {
-		err = cachedFileOK(high, &st, size)
+		if err = cachedFileOK(high, &st, size); err != nil {
+			err = fmt.Errorf("%w: %w", errBadCopy, err)
+		}
 	}
 	if err != nil {
-		if st.Mode&unix.S_IFMT == unix.S_IFREG {
-			// Mutable again, so that it can be removed.
-			if flags, ferr := unix.IoctlGetUint32(high, unix.FS_IOC_GETFLAGS); ferr == nil && flags&fsImmutable != 0 {
-				unix.IoctlSetPointerInt(high, unix.FS_IOC_SETFLAGS, int(flags&^fsImmutable))
-			}
-			if unix.Unlinkat(d, name, 0) == nil {
-				err = unix.ENOENT
-			}
-		}
 		unix.Close(high)
 		return none, err
 	}
 	return helperFile{fd: high, dev: st.Dev, ino: st.Ino, cached: true}, nil
+}
+
+// errBadCopy is what openCached returns, wrapped, for a file that is no
+// copy to run.
+var errBadCopy = errors.New("not a copy of the helper program that only root can change")
+
+// removeCopy removes what is at name in the directory d, clearing the
+// immutable flag of a file first. The caller holds the directory's lock.
+func removeCopy(d int, name string) error {
+	if fd, err := unix.Openat(d, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0); err == nil {
+		if flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS); err == nil && flags&fsImmutable != 0 {
+			unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^fsImmutable))
+		}
+		unix.Close(fd)
+	}
+	if err := unix.Unlinkat(d, name, 0); err != nil && err != unix.ENOENT {
+		return err
+	}
+	return nil
 }
 
 // cachedFileOK says why fd, of status st, is not a copy of a program of
@@ -125,8 +194,8 @@ func cachedFileOK(fd int, st *unix.Stat_t, size int) error {
 		return errors.New("not a regular file")
 	case st.Uid != 0:
 		return fmt.Errorf("owned by uid %d, not root", st.Uid)
-	case st.Mode&0o022 != 0:
-		return fmt.Errorf("mode %04o: writable by others than its owner", st.Mode&0o7777)
+	case st.Mode&0o7777 != 0o500:
+		return fmt.Errorf("mode %04o, not 0500", st.Mode&0o7777)
 	case st.Nlink != 1:
 		return fmt.Errorf("%d links", st.Nlink)
 	case st.Size != int64(size):
@@ -185,6 +254,10 @@ func openCacheDir(dir string) (int, error) {
 	if fs.Flags&unix.ST_NOEXEC != 0 {
 		return -1, fmt.Errorf("%s is on a filesystem mounted noexec", dir)
 	}
+	if fs.Type == unix.FUSE_SUPER_MAGIC {
+		// Its owners and flags are whatever its daemon says.
+		return -1, fmt.Errorf("%s is on a FUSE filesystem", dir)
+	}
 	// A descriptor that reads the directory (the one above only names
 	// it), for the stale copies' removal.
 	return unix.Openat(d, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -207,32 +280,43 @@ func cacheDirOK(d int, at string, last bool) error {
 	return nil
 }
 
-// writeCached writes prog into a new file in the directory d and links it
-// as name once it is whole; then it removes the copies of other versions.
-// EEXIST: another process linked it first.
+// writeCached writes prog into a new file in the directory d, mode 0500
+// whatever the umask, and links it as name once it is whole and no
+// descriptor can write it (an exec of a file open for writing fails with
+// ETXTBSY), then makes it immutable; then it removes stale copies of other
+// versions. The caller holds the directory's lock.
 func writeCached(d int, name, prog string) error {
 	fd, err := unix.Openat(d, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o500)
 	if err != nil {
 		return err
 	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	if _, err := f.WriteString(prog); err != nil {
+	w := os.NewFile(uintptr(fd), name)
+	_, err = w.WriteString(prog)
+	if err == nil {
+		err = unix.Fchmod(fd, 0o500)
+	}
+	if err == nil {
+		// Whole on the disk before it has a name: a crash leaves no name
+		// on a partial file.
+		err = w.Sync()
+	}
+	ro := -1
+	if err == nil {
+		ro, err = unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	w.Close()
+	if err != nil {
 		return err
 	}
-	// Whole on the disk before it has a name: a crash leaves no name on
-	// a partial file.
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), d, name, unix.AT_SYMLINK_FOLLOW); err != nil {
+	defer unix.Close(ro)
+	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(ro), d, name, unix.AT_SYMLINK_FOLLOW); err != nil {
 		return err
 	}
 	// Immutable once linked (an immutable file cannot be linked); until
-	// then, openCached refuses it.
-	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	// then, the lock keeps other hosts from judging it.
+	flags, err := unix.IoctlGetUint32(ro, unix.FS_IOC_GETFLAGS)
 	if err == nil {
-		err = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags|fsImmutable))
+		err = unix.IoctlSetPointerInt(ro, unix.FS_IOC_SETFLAGS, int(flags|fsImmutable))
 	}
 	if err != nil {
 		unix.Unlinkat(d, name, 0)
@@ -253,8 +337,10 @@ const (
 
 // removeStaleHelpers removes from the directory d the copies of other
 // versions than name made more than helperCopyAge ago, then the oldest
-// beyond helperCopiesMax. A process that runs a removed copy keeps it
-// through its descriptor; a later one of that version writes it anew.
+// beyond helperCopiesMax. The caller holds the directory's lock. A
+// process that runs a removed copy keeps it through its descriptor, and
+// stops using it at its next start (check: it is no longer immutable); a
+// later one of that version writes it anew.
 func removeStaleHelpers(d int, name string) {
 	dup, err := unix.Dup(d)
 	if err != nil {
@@ -281,12 +367,6 @@ func removeStaleHelpers(d int, name string) {
 		if i+1 < helperCopiesMax && time.Since(c.made) < helperCopyAge {
 			continue
 		}
-		if fd, err := unix.Openat(d, c.name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0); err == nil {
-			if flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS); err == nil && flags&fsImmutable != 0 {
-				unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^fsImmutable))
-			}
-			unix.Close(fd)
-		}
-		unix.Unlinkat(d, c.name, 0)
+		removeCopy(d, c.name)
 	}
 }

@@ -53,20 +53,38 @@ func helperPath() string {
 }
 
 // passHelper makes cmd, whose Path is helperPath's, run the embedded
-// helper program from a descriptor the child is given, not from the
-// host's own: os/exec moves some of the child's descriptors, before its
+// helper program from a descriptor the child is given, checked again (as
+// helperPath checked it), not from the host's own: os/exec moves some of the child's descriptors, before its
 // exec, to the numbers just above the highest it passes, and the host's
 // descriptor of the program could be one of them (the exec then ran a
 // pipe and failed with EACCES, which happened whenever the program's file
 // was opened after the start's pipes). A copy of the descriptor is
 // appended to cmd.ExtraFiles and executed as the number the child gets.
 // The returned function closes that copy; call it once cmd.Start has
-// returned. For any other Path it does nothing.
+// returned. For any other Path it does nothing. An error means the
+// embedded program is not to be run (and it is disabled); the caller then
+// runs selfExe. The copy lands at descriptor 5 (6 with a network proxy,
+// whose socket is 5): the helper uses 5 only when its spec has a proxy,
+// and marks every descriptor from 3 on close-on-exec before the server's
+// exec.
 func passHelper(cmd *exec.Cmd) (release func(), err error) {
 	embedded.mu.Lock()
 	fd := -1
 	if embedded.file.fd >= 0 && cmd.Path == embedded.file.path() {
 		fd, err = unix.FcntlInt(uintptr(embedded.file.fd), unix.F_DUPFD_CLOEXEC, 3)
+		if err == nil {
+			// The copy, checked again: the number helperPath checked may
+			// have been closed and taken by another file since.
+			copied := embedded.file
+			copied.fd = fd
+			if err = copied.check(); err != nil {
+				unix.Close(fd)
+				fd = -1
+				if embedded.disabled == nil {
+					embedded.disabled = err
+				}
+			}
+		}
 	}
 	embedded.mu.Unlock()
 	if fd < 0 {
@@ -118,6 +136,13 @@ func (f helperFile) check() error {
 	}
 	if !same {
 		return fmt.Errorf("descriptor %d no longer holds the helper program (closed and reused elsewhere in this process?)", f.fd)
+	}
+	if f.cached {
+		// Still immutable: another version's host clears the flag of
+		// a copy it removes as stale.
+		if flags, err := unix.IoctlGetUint32(f.fd, unix.FS_IOC_GETFLAGS); err != nil || flags&fsImmutable == 0 {
+			return fmt.Errorf("the helper program's copy is no longer immutable (removed as stale by another version?)")
+		}
 	}
 	return nil
 }

@@ -34,6 +34,9 @@ func testMain(m *testing.M) int {
 	if v := os.Getenv(offHostEnv); v != "" {
 		return offHostMain(v)
 	}
+	if dir := os.Getenv(helperCacheEnv); dir != "" {
+		return helperCacheHost(dir)
+	}
 	flag.Parse()
 	if *goHelper {
 		prestartWanted = func() bool { return false }

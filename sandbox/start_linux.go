@@ -1595,6 +1595,17 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 		err = cmd.Start()
 		release()
 	}
+	for try := 1; try <= 3 && errors.Is(err, syscall.ETXTBSY) && path != selfExe; try++ {
+		// A descriptor that could write the program's file still open
+		// somewhere: a child another goroutine forked while a copy was
+		// being written (helperCache), until that child's own exec.
+		time.Sleep(time.Duration(try) * time.Millisecond)
+		cmd = newCmd(path)
+		if release, err = passHelper(cmd); err == nil {
+			err = cmd.Start()
+			release()
+		}
+	}
 	p.traceExeced = monoNow() // the helper runs from here on
 	if err != nil && path != selfExe {
 		cmd = newCmd(selfExe)
