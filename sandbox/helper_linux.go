@@ -48,9 +48,10 @@ const maxIdmap = 253
 // program that imports the package, go test binaries included, serve as
 // its own helper without a line in main.
 //
-// In every other process it starts writing the embedded helper program
-// into its memory file in the background (helperPath), so that the first
-// Start does not wait for that (about 2.5 ms for 2.75 MB).
+// In every other process it starts, in the background, what the first
+// Start would otherwise wait for: loading the embedded helper program
+// (helperPath: a root host's copy, or a memory file written in about
+// 2 ms) and, on a root host, the probe of detached trees.
 func init() {
 	if len(os.Args) == 1 || len(os.Args) == 2 && os.Args[1] == helperPlanArg {
 		switch os.Args[0] {
@@ -61,10 +62,9 @@ func init() {
 			holdUserNS()
 		}
 	}
-	// What the first Start needs, made ready meanwhile: the helper
-	// program's file, and on a root host the probe of whether it may
-	// build roots (detachedTreesWork), which otherwise lay on the first
-	// start's path: 0.2 to 1.1 ms of a CLI run (BENCHMARKS.md, "Stop 45").
+	// The probe of whether a root host may build roots
+	// (detachedTreesWork) lay on the first start's path: 0.2 to 1.1 ms
+	// of a CLI run (BENCHMARKS.md, "Stop 45").
 	go func() {
 		if helperProgram != "" {
 			helperPath()
