@@ -734,3 +734,62 @@ func helperCacheHost(dir string) int {
 	fmt.Println("ran the copy")
 	return 0
 }
+
+// TestHelperCacheRefused: where the exec of a root host's copy is refused
+// once it was loaded (here its mount turned noexec; on a real host, a
+// security module's rule on its directory), the start runs the program
+// from a memory file, and so does every later one: not the host program,
+// a slower start. It fails without helperRefused.
+func TestHelperCacheRefused(t *testing.T) {
+	requireConfinement(t)
+	if os.Geteuid() != 0 {
+		t.Skip("only a root host keeps a copy of the helper program")
+	}
+	if helperProgram == "" {
+		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
+	}
+	dir := filepath.Join(t.TempDir(), "cache")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { clearImmutable(dir) })
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("bind-mounting %s: %v", dir, err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	f, err := loadHelper(helperProgram, helperSum, dir)
+	if err != nil || !f.cached {
+		t.Fatalf("loading the copy: cached %v, %v", f.cached, err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOEXEC, ""); err != nil {
+		t.Fatal(err)
+	}
+	helperPath() // loaded before the state is saved
+	embedded.mu.Lock()
+	saved, savedDisabled, savedRefused, savedPath := embedded.file, embedded.disabled, embedded.refusedCopy, embedded.refusedPath
+	embedded.file, embedded.disabled = f, nil
+	embedded.mu.Unlock()
+	t.Cleanup(func() {
+		embedded.mu.Lock()
+		if embedded.file.fd != f.fd && embedded.file.fd != saved.fd {
+			unix.Close(embedded.file.fd) // the memory file it made
+		}
+		embedded.file, embedded.disabled, embedded.refusedCopy, embedded.refusedPath = saved, savedDisabled, savedRefused, savedPath
+		embedded.mu.Unlock()
+		unix.Close(f.fd)
+	})
+	for i := range 2 {
+		wt := t.TempDir()
+		s := startHostile(t, Config{Worktree: wt})
+		if exe := helperExe(t, s.p); !strings.HasPrefix(exe, "/memfd:"+helperArg0) {
+			t.Errorf("start %d: the helper runs %q, want a memory file", i, exe)
+		}
+		s.must("write", filepath.Join(wt, "x"))
+	}
+	embedded.mu.Lock()
+	disabled, refused := embedded.disabled, embedded.refusedCopy
+	embedded.mu.Unlock()
+	if disabled != nil || refused == nil {
+		t.Errorf("after the copy was refused: disabled %v, refusedCopy %v", disabled, refused)
+	}
+}

@@ -29,6 +29,10 @@ var embedded struct {
 
 	mu       sync.Mutex
 	disabled error // set when running it failed; the file is not used again
+	// refusedCopy is why a root host's copy gave way to a memory file
+	// (helperRefused), or nil; refusedPath was the copy's path.
+	refusedCopy error
+	refusedPath string
 }
 
 // helperPath returns the program Start executes as the helper: the
@@ -94,6 +98,35 @@ func passHelper(cmd *exec.Cmd) (release func(), err error) {
 	cmd.ExtraFiles = append(cmd.ExtraFiles, f)
 	cmd.Path = "/proc/self/fd/" + strconv.Itoa(2+len(cmd.ExtraFiles))
 	return func() { f.Close() }, nil
+}
+
+// helperRefused is what a start whose exec of the helper program at path
+// failed with err runs next, or "" for the host program (selfExe). A root
+// host's copy that its own exec refuses (a security module's rule on its
+// directory, say) gives way to a sealed memory file, for that start and
+// every later one; a start that took the copy's path before another
+// start's exec was refused gets the memory file too. The copy's
+// descriptor stays open: a number closed here could be taken by another
+// file while such a start still holds its path.
+func helperRefused(path string, err error) string {
+	embedded.mu.Lock()
+	defer embedded.mu.Unlock()
+	switch {
+	case embedded.disabled != nil || embedded.file.fd < 0:
+		return ""
+	case embedded.refusedCopy != nil && path == embedded.refusedPath:
+		return embedded.file.path() // replaced meanwhile
+	case path != embedded.file.path() || !embedded.file.cached:
+		return ""
+	}
+	f, merr := memoryHelper(helperProgram)
+	if merr != nil {
+		return ""
+	}
+	embedded.refusedCopy = fmt.Errorf("running the helper program's copy: %w", err)
+	embedded.refusedPath = path
+	embedded.file = f
+	return f.path()
 }
 
 // disableEmbedded stops using the embedded helper after err running it.

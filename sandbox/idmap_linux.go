@@ -167,38 +167,51 @@ func newUserNS(uid, gid, as uint32) (int, error) {
 // heldUserNS makes the user namespace of ownerUserNS with a holder process,
 // the helper program started as userNSArg0 in it, where newUserNS cannot.
 func heldUserNS(uid, gid, as uint32) (int, error) {
+	// A fresh command for each program tried: os/exec closes a failed
+	// start's pipes.
+	start := func(path string) (*exec.Cmd, io.Closer, error) {
+		cmd := &exec.Cmd{
+			Path: path,
+			Args: []string{userNSArg0},
+			Env:  []string{},
+			Dir:  "/",
+			SysProcAttr: &syscall.SysProcAttr{
+				Cloneflags:  unix.CLONE_NEWUSER,
+				UidMappings: []syscall.SysProcIDMap{{ContainerID: int(uid), HostID: int(as), Size: 1}},
+				GidMappings: []syscall.SysProcIDMap{{ContainerID: int(gid), HostID: int(as), Size: 1}},
+				Pdeathsig:   syscall.SIGKILL,
+			},
+		}
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, nil, err
+		}
+		release, err := passHelper(cmd)
+		if err == nil {
+			err = cmd.Start()
+			release()
+		}
+		if err != nil {
+			stdin.Close()
+			return nil, nil, err
+		}
+		return cmd, stdin, nil
+	}
 	path := helperPath()
-	cmd := &exec.Cmd{
-		Path: path,
-		Args: []string{userNSArg0},
-		Env:  []string{},
-		Dir:  "/",
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:  unix.CLONE_NEWUSER,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: int(uid), HostID: int(as), Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: int(gid), HostID: int(as), Size: 1}},
-			Pdeathsig:   syscall.SIGKILL,
-		},
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return -1, err
-	}
-	release, err := passHelper(cmd)
-	if err == nil {
-		err = cmd.Start()
-		release()
+	cmd, stdin, err := start(path)
+	if err != nil && path != selfExe {
+		if next := helperRefused(path, err); next != "" {
+			cmd, stdin, err = start(next)
+		}
+		if err != nil {
+			var err2 error
+			if cmd, stdin, err2 = start(selfExe); err2 == nil {
+				err = nil
+			}
+		}
 	}
 	if err != nil {
-		if path == selfExe {
-			return -1, fmt.Errorf("starting a user namespace for idmapped mounts: %w", err)
-		}
-		cmd.Path = selfExe
-		cmd.Process = nil
-		cmd.ExtraFiles = nil
-		if err2 := cmd.Start(); err2 != nil {
-			return -1, fmt.Errorf("starting a user namespace for idmapped mounts: %w", err)
-		}
+		return -1, fmt.Errorf("starting a user namespace for idmapped mounts: %w", err)
 	}
 	// The namespace is needed, not the process: once its descriptor is
 	// open the holder is killed and reaped in the background, instead of

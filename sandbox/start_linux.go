@@ -1606,6 +1606,16 @@ func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started c
 			release()
 		}
 	}
+	if err != nil && path != selfExe {
+		if next := helperRefused(path, err); next != "" {
+			path = next
+			cmd = newCmd(path)
+			if release, err = passHelper(cmd); err == nil {
+				err = cmd.Start()
+				release()
+			}
+		}
+	}
 	p.traceExeced = monoNow() // the helper runs from here on
 	if err != nil && path != selfExe {
 		cmd = newCmd(selfExe)
