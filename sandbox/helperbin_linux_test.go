@@ -241,21 +241,12 @@ func TestHelperDescriptorReused(t *testing.T) {
 	if helperProgram == "" {
 		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
 	}
-	helperPath() // loaded before the state is saved
 	f, err := memoryHelper(helperProgram)
 	if err != nil {
 		t.Skipf("the embedded helper cannot be loaded here: %v", err)
 	}
-	defer unix.Close(f.fd)
-	embedded.mu.Lock()
-	savedFile, savedDisabled := embedded.file, embedded.disabled
-	embedded.file, embedded.disabled = f, nil
-	embedded.mu.Unlock()
-	t.Cleanup(func() {
-		embedded.mu.Lock()
-		embedded.file, embedded.disabled = savedFile, savedDisabled
-		embedded.mu.Unlock()
-	})
+	t.Cleanup(func() { unix.Close(f.fd) }) // after useEmbedded's
+	useEmbedded(t, f)
 	if got := helperPath(); got != f.path() {
 		t.Fatalf("helperPath() = %q, want the memory file %q", got, f.path())
 	}
@@ -324,12 +315,7 @@ func TestEmbeddedHelperSealed(t *testing.T) {
 // cannot even read itself). Each case fails with its check in
 // cachedFileOK, openCached or openCacheDir removed.
 func TestHelperCache(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("only a root host keeps a copy of the helper program")
-	}
-	if helperProgram == "" {
-		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
-	}
+	requireHelperCopy(t)
 	name := "helper-" + strings.TrimSpace(helperSum)
 	mark := filepath.Join(t.TempDir(), "ran")
 	script := "#!/bin/sh\ntouch " + mark + "\nexit 0\n#"
@@ -346,7 +332,7 @@ func TestHelperCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		if immutable {
-			setImmutable(t, p, true)
+			setImmutableAt(t, p, true)
 		}
 	}
 	for _, tc := range []struct {
@@ -377,7 +363,7 @@ func TestHelperCache(t *testing.T) {
 			if err := os.Link(p, filepath.Join(dir, name)); err != nil {
 				t.Fatal(err)
 			}
-			setImmutable(t, p, true)
+			setImmutableAt(t, p, true)
 		}, true},
 		{"directory writable by all", func(t *testing.T, dir string) {
 			plantFile(t, filepath.Join(dir, name), 0o500, 0, true)
@@ -397,7 +383,7 @@ func TestHelperCache(t *testing.T) {
 			if err := os.WriteFile(p, []byte(hostile[:len(hostile)-1]), 0o500); err != nil {
 				t.Fatal(err)
 			}
-			setImmutable(t, p, true)
+			setImmutableAt(t, p, true)
 		}, true},
 		{"ancestor writable by all", func(t *testing.T, dir string) {
 			plantFile(t, filepath.Join(dir, name), 0o500, 0, true)
@@ -470,12 +456,7 @@ func TestHelperCache(t *testing.T) {
 // TestHelperCacheConcurrent: hosts that load the helper program at once
 // into an empty cache directory all get one whole copy.
 func TestHelperCacheConcurrent(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("only a root host keeps a copy of the helper program")
-	}
-	if helperProgram == "" {
-		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
-	}
+	requireHelperCopy(t)
 	dir := filepath.Join(t.TempDir(), "cache")
 	t.Cleanup(func() { clearImmutable(dir) })
 	const n = 16
@@ -510,30 +491,54 @@ func TestHelperCacheConcurrent(t *testing.T) {
 	}
 }
 
-// setImmutable sets or clears FS_IMMUTABLE_FL on p.
-func setImmutable(t *testing.T, p string, on bool) {
+// requireHelperCopy skips the test where no copy of the helper program
+// can be kept: a host that is not root, or nothing embedded.
+func requireHelperCopy(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("only a root host keeps a copy of the helper program")
+	}
+	if helperProgram == "" {
+		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
+	}
+}
+
+// useEmbedded makes f the embedded helper program's file, with nothing
+// disabled or refused, until the test ends; then the process's own comes
+// back.
+func useEmbedded(t *testing.T, f helperFile) {
+	t.Helper()
+	helperPath() // loaded before the state is saved
+	embedded.mu.Lock()
+	saved, savedDisabled, savedRefused := embedded.file, embedded.disabled, embedded.refused
+	embedded.file, embedded.disabled, embedded.refused = f, nil, helperFile{}
+	embedded.mu.Unlock()
+	t.Cleanup(func() {
+		embedded.mu.Lock()
+		defer embedded.mu.Unlock()
+		if fd := embedded.file.fd; fd != f.fd && fd != saved.fd {
+			unix.Close(fd) // a memory file that replaced f (helperRefused)
+		}
+		embedded.file, embedded.disabled, embedded.refused = saved, savedDisabled, savedRefused
+	})
+}
+
+// setImmutableAt sets or clears FS_IMMUTABLE_FL on p; it skips the test
+// where the filesystem keeps no flags.
+func setImmutableAt(t *testing.T, p string, on bool) {
 	t.Helper()
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)
-	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-	if err == nil {
-		if on {
-			flags |= fsImmutable
-		} else {
-			flags &^= fsImmutable
-		}
-		err = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags))
-	}
-	if err != nil {
+	if err := setImmutable(fd, on); err != nil {
 		t.Skipf("FS_IMMUTABLE_FL on %s: %v", p, err)
 	}
 }
 
-// clearImmutable clears FS_IMMUTABLE_FL on every file in dir, so that it
-// can be removed.
+// clearImmutable clears FS_IMMUTABLE_FL on every file in dir, and gives
+// dir back to root, mode 0700, so that it can be removed.
 func clearImmutable(dir string) {
 	os.Chmod(dir, 0o700)
 	os.Chown(dir, 0, 0)
@@ -543,9 +548,7 @@ func clearImmutable(dir string) {
 		if err != nil {
 			continue
 		}
-		if flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS); err == nil {
-			unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^fsImmutable))
-		}
+		setImmutable(fd, false)
 		unix.Close(fd)
 	}
 }
@@ -576,21 +579,15 @@ func TestHelperDescriptorAbovePipes(t *testing.T) {
 		files = append(files, f)
 	}
 	embedded.mu.Lock()
-	saved, savedDisabled := embedded.file, embedded.disabled
-	err := unix.Dup3(saved.fd, base+2, unix.O_CLOEXEC)
-	moved := saved
-	moved.fd = base + 2
-	embedded.file, embedded.disabled = moved, nil
+	own := embedded.file
 	embedded.mu.Unlock()
-	t.Cleanup(func() {
-		embedded.mu.Lock()
-		embedded.file, embedded.disabled = saved, savedDisabled
-		embedded.mu.Unlock()
-		unix.Close(base + 2)
-	})
-	if err != nil {
+	if err := unix.Dup3(own.fd, base+2, unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { unix.Close(base + 2) }) // after useEmbedded's
+	moved := own
+	moved.fd = base + 2
+	useEmbedded(t, moved)
 	path := helperPath()
 	if path != moved.path() {
 		t.Fatalf("helperPath() = %q, want %q", path, moved.path())
@@ -617,12 +614,7 @@ func TestHelperDescriptorAbovePipes(t *testing.T) {
 // helperCopiesMax, immutable or not; younger ones are kept, so that hosts
 // of two versions that run by turns do not rewrite theirs each time.
 func TestHelperCacheStale(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("only a root host keeps a copy of the helper program")
-	}
-	if helperProgram == "" {
-		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
-	}
+	requireHelperCopy(t)
 	for _, tc := range []struct {
 		name   string
 		others map[string]time.Duration // name: age
@@ -647,7 +639,7 @@ func TestHelperCacheStale(t *testing.T) {
 				if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
 					t.Fatal(err)
 				}
-				setImmutable(t, p, true)
+				setImmutableAt(t, p, true)
 			}
 			f, err := loadHelper(helperProgram, helperSum, dir)
 			if err != nil || !f.cached {
@@ -673,12 +665,7 @@ func TestHelperCacheStale(t *testing.T) {
 // removes a copy another is still making (the directory's lock), and none
 // meets ETXTBSY (the copy is linked once no descriptor can write it).
 func TestHelperCacheProcesses(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("only a root host keeps a copy of the helper program")
-	}
-	if helperProgram == "" {
-		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
-	}
+	requireHelperCopy(t)
 	for round := range 3 {
 		dir := filepath.Join(t.TempDir(), "cache")
 		t.Cleanup(func() { clearImmutable(dir) })
@@ -742,12 +729,7 @@ func helperCacheHost(dir string) int {
 // a slower start. It fails without helperRefused.
 func TestHelperCacheRefused(t *testing.T) {
 	requireConfinement(t)
-	if os.Geteuid() != 0 {
-		t.Skip("only a root host keeps a copy of the helper program")
-	}
-	if helperProgram == "" {
-		t.Skipf("no helper program is embedded for %s", runtime.GOARCH)
-	}
+	requireHelperCopy(t)
 	dir := filepath.Join(t.TempDir(), "cache")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -764,20 +746,8 @@ func TestHelperCacheRefused(t *testing.T) {
 	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOEXEC, ""); err != nil {
 		t.Fatal(err)
 	}
-	helperPath() // loaded before the state is saved
-	embedded.mu.Lock()
-	saved, savedDisabled, savedRefused, savedPath := embedded.file, embedded.disabled, embedded.refusedCopy, embedded.refusedPath
-	embedded.file, embedded.disabled = f, nil
-	embedded.mu.Unlock()
-	t.Cleanup(func() {
-		embedded.mu.Lock()
-		if embedded.file.fd != f.fd && embedded.file.fd != saved.fd {
-			unix.Close(embedded.file.fd) // the memory file it made
-		}
-		embedded.file, embedded.disabled, embedded.refusedCopy, embedded.refusedPath = saved, savedDisabled, savedRefused, savedPath
-		embedded.mu.Unlock()
-		unix.Close(f.fd)
-	})
+	t.Cleanup(func() { unix.Close(f.fd) }) // after useEmbedded's
+	useEmbedded(t, f)
 	for i := range 2 {
 		wt := t.TempDir()
 		s := startHostile(t, Config{Worktree: wt})
@@ -787,9 +757,9 @@ func TestHelperCacheRefused(t *testing.T) {
 		s.must("write", filepath.Join(wt, "x"))
 	}
 	embedded.mu.Lock()
-	disabled, refused := embedded.disabled, embedded.refusedCopy
+	disabled, refused := embedded.disabled, embedded.refused
 	embedded.mu.Unlock()
-	if disabled != nil || refused == nil {
-		t.Errorf("after the copy was refused: disabled %v, refusedCopy %v", disabled, refused)
+	if disabled != nil || refused.fd != f.fd {
+		t.Errorf("after the copy was refused: disabled %v, refused descriptor %d (the copy's: %d)", disabled, refused.fd, f.fd)
 	}
 }

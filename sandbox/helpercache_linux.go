@@ -50,6 +50,28 @@ const helperCacheDir = "/run/mcphost"
 // included, until a holder of CAP_LINUX_IMMUTABLE clears it.
 const fsImmutable = 0x10
 
+// immutable reports whether the file fd has FS_IMMUTABLE_FL; false where
+// its filesystem keeps no flags.
+func immutable(fd int) bool {
+	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	return err == nil && flags&fsImmutable != 0
+}
+
+// setImmutable sets or clears FS_IMMUTABLE_FL on the file fd, keeping its
+// other flags.
+func setImmutable(fd int, on bool) error {
+	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return err
+	}
+	if on {
+		flags |= fsImmutable
+	} else {
+		flags &^= fsImmutable
+	}
+	return unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags))
+}
+
 // helperCache returns the copy of prog in dir, named for sum, making it if
 // it is missing; see helperCacheDir.
 //
@@ -172,8 +194,8 @@ var errBadCopy = errors.New("not a copy of the helper program that only root can
 // immutable flag of a file first. The caller holds the directory's lock.
 func removeCopy(d int, name string) error {
 	if fd, err := unix.Openat(d, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0); err == nil {
-		if flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS); err == nil && flags&fsImmutable != 0 {
-			unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^fsImmutable))
+		if immutable(fd) {
+			setImmutable(fd, false)
 		}
 		unix.Close(fd)
 	}
@@ -201,11 +223,7 @@ func cachedFileOK(fd int, st *unix.Stat_t, size int) error {
 	case st.Size != int64(size):
 		return fmt.Errorf("%d bytes, not the program's %d", st.Size, size)
 	}
-	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-	if err != nil {
-		return fmt.Errorf("its flags: %w", err)
-	}
-	if flags&fsImmutable == 0 {
+	if !immutable(fd) {
 		return errors.New("not immutable")
 	}
 	return nil
@@ -314,11 +332,7 @@ func writeCached(d int, name, prog string) error {
 	}
 	// Immutable once linked (an immutable file cannot be linked); until
 	// then, the lock keeps other hosts from judging it.
-	flags, err := unix.IoctlGetUint32(ro, unix.FS_IOC_GETFLAGS)
-	if err == nil {
-		err = unix.IoctlSetPointerInt(ro, unix.FS_IOC_SETFLAGS, int(flags|fsImmutable))
-	}
-	if err != nil {
+	if err := setImmutable(ro, true); err != nil {
 		unix.Unlinkat(d, name, 0)
 		return fmt.Errorf("making it immutable: %w", err)
 	}

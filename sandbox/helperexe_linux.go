@@ -29,10 +29,9 @@ var embedded struct {
 
 	mu       sync.Mutex
 	disabled error // set when running it failed; the file is not used again
-	// refusedCopy is why a root host's copy gave way to a memory file
-	// (helperRefused), or nil; refusedPath was the copy's path.
-	refusedCopy error
-	refusedPath string
+	// refused is a root host's copy that gave way to a memory file
+	// (helperRefused), kept open; the zero helperFile when none did.
+	refused helperFile
 }
 
 // helperPath returns the program Start executes as the helper: the
@@ -101,31 +100,29 @@ func passHelper(cmd *exec.Cmd) (release func(), err error) {
 }
 
 // helperRefused is what a start whose exec of the helper program at path
-// failed with err runs next, or "" for the host program (selfExe). A root
+// failed runs next, or "" for the host program (selfExe). A root
 // host's copy that its own exec refuses (a security module's rule on its
 // directory, say) gives way to a sealed memory file, for that start and
 // every later one; a start that took the copy's path before another
 // start's exec was refused gets the memory file too. The copy's
 // descriptor stays open: a number closed here could be taken by another
 // file while such a start still holds its path.
-func helperRefused(path string, err error) string {
+func helperRefused(path string) string {
 	embedded.mu.Lock()
 	defer embedded.mu.Unlock()
 	switch {
 	case embedded.disabled != nil || embedded.file.fd < 0:
 		return ""
-	case embedded.refusedCopy != nil && path == embedded.refusedPath:
+	case embedded.refused.cached && path == embedded.refused.path():
 		return embedded.file.path() // replaced meanwhile
 	case path != embedded.file.path() || !embedded.file.cached:
 		return ""
 	}
-	f, merr := memoryHelper(helperProgram)
-	if merr != nil {
+	f, err := memoryHelper(helperProgram)
+	if err != nil {
 		return ""
 	}
-	embedded.refusedCopy = fmt.Errorf("running the helper program's copy: %w", err)
-	embedded.refusedPath = path
-	embedded.file = f
+	embedded.refused, embedded.file = embedded.file, f
 	return f.path()
 }
 
@@ -138,8 +135,11 @@ func disableEmbedded(err error) {
 	}
 }
 
-// helperFD is the lowest descriptor the helper program's file may have,
-// clear of the numbers a host's stdio and early files take.
+// helperFD is the lowest descriptor the helper program's file may have:
+// above stdio, onto which programs dup2 other files (check would then
+// find another file there, and the embedded program be given up). The
+// child never runs the host's number (passHelper), so no higher bound
+// matters.
 const helperFD = 10
 
 // helperFile is the file holding the helper program: a sealed memory
@@ -173,7 +173,7 @@ func (f helperFile) check() error {
 	if f.cached {
 		// Still immutable: another version's host clears the flag of
 		// a copy it removes as stale.
-		if flags, err := unix.IoctlGetUint32(f.fd, unix.FS_IOC_GETFLAGS); err != nil || flags&fsImmutable == 0 {
+		if !immutable(f.fd) {
 			return fmt.Errorf("the helper program's copy is no longer immutable (removed as stale by another version?)")
 		}
 	}

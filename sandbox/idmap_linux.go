@@ -200,7 +200,7 @@ func heldUserNS(uid, gid, as uint32) (int, error) {
 	path := helperPath()
 	cmd, stdin, err := start(path)
 	if err != nil && path != selfExe {
-		if next := helperRefused(path, err); next != "" {
+		if next := helperRefused(path); next != "" {
 			cmd, stdin, err = start(next)
 		}
 		if err != nil {

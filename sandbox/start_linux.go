@@ -1584,46 +1584,41 @@ type reportResult struct {
 // returns after the helper's end, the runtime ends the thread with it.
 //
 // The helper is newCmd(path); when path is the embedded helper program and
-// it cannot be executed (a security module may forbid executing memory
-// files), the host program stands in, now and for every later start.
+// it cannot be executed, a root host's copy gives way to a memory file
+// (helperRefused), and where that cannot run either (a security module
+// may forbid executing memory files) the host program stands in, now and
+// for every later start.
 func (p *Process) run(newCmd func(path string) *exec.Cmd, path string, started chan<- error) {
 	runtime.LockOSThread()
 	defer close(p.exited)
-	cmd := newCmd(path)
-	release, err := passHelper(cmd)
-	if err == nil {
-		err = cmd.Start()
-		release()
+	startAt := func(path string) (*exec.Cmd, error) {
+		cmd := newCmd(path)
+		release, err := passHelper(cmd)
+		if err == nil {
+			err = cmd.Start()
+			release()
+		}
+		return cmd, err
 	}
+	cmd, err := startAt(path)
 	for try := 1; try <= 3 && errors.Is(err, syscall.ETXTBSY) && path != selfExe; try++ {
 		// A descriptor that could write the program's file still open
 		// somewhere: a child another goroutine forked while a copy was
 		// being written (helperCache), until that child's own exec.
 		time.Sleep(time.Duration(try) * time.Millisecond)
-		cmd = newCmd(path)
-		if release, err = passHelper(cmd); err == nil {
-			err = cmd.Start()
-			release()
-		}
+		cmd, err = startAt(path)
 	}
 	if err != nil && path != selfExe {
-		if next := helperRefused(path, err); next != "" {
+		if next := helperRefused(path); next != "" {
 			path = next
-			cmd = newCmd(path)
-			if release, err = passHelper(cmd); err == nil {
-				err = cmd.Start()
-				release()
-			}
+			cmd, err = startAt(path)
 		}
 	}
 	p.traceExeced = monoNow() // the helper runs from here on
 	if err != nil && path != selfExe {
-		cmd = newCmd(selfExe)
-		if err2 := cmd.Start(); err2 != nil {
-			err = err2
-		} else {
-			disableEmbedded(err)
-			err = nil
+		first := err
+		if cmd, err = startAt(selfExe); err == nil {
+			disableEmbedded(first)
 			p.ranSelf = true
 		}
 		p.traceExeced = monoNow()
