@@ -531,3 +531,36 @@ func TestApproveAfterUnreadableState(t *testing.T) {
 		t.Errorf("add was trusted on first sight and not recorded: a later change of it would be trusted on first sight again (state has %v)", slices.Sorted(maps.Keys(st.Tools)))
 	}
 }
+
+// TestMidSessionChangeCached: a server whose listings allow caching (a
+// 2026-era ttlMs) still has every listing read off the wire, so a change
+// it announces is seen: the go-sdk, which would answer a listing from its
+// cache, is never given a list to cache (listTap).
+func TestMidSessionChangeCached(t *testing.T) {
+	e := newEnv(t)
+	desc := filepath.Join(e.worktree, "desc.txt")
+	changed := make(chan string, 4)
+	opts := e.opts()
+	opts.OnToolsChanged = func(server string) { changed <- server }
+	s := e.connect(opts, fixture("notes", "-desc-file", desc, "-list-ttl", "600000"))
+	if tool, _ := s.Tool("mcp__notes__list_notes"); tool.Decision != Allow {
+		t.Fatalf("before: %s", tool.Decision)
+	}
+	for i := range 3 {
+		call(t, s, "mcp__notes__mutate", `{}`)
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("change %d: OnToolsChanged not called", i)
+		}
+		tool, _ := s.Tool("mcp__notes__list_notes")
+		if tool.Decision != Approval || !strings.Contains(tool.Description, "id_rsa") {
+			t.Fatalf("change %d: %s %s %q", i, tool.Decision, tool.Pin, tool.Description)
+		}
+		for _, srv := range s.Servers() {
+			if srv.State != ServerRunning {
+				t.Fatalf("change %d: server %s: %s: %s", i, srv.Name, srv.State, srv.Error)
+			}
+		}
+	}
+}
