@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,43 +16,74 @@ import (
 // TestNetnsOwn: every server without the network is in a new, empty
 // network namespace of its own, never the host's nor another server's,
 // even when several start at once (a root host starts the helper before
-// its spec is ready; the namespace is made at the helper's clone). It
-// fails with CLONE_NEWNET left out of spawn.
+// its spec is ready; the namespace is made at the helper's clone),
+// whichever helper starts it: the embedded program's entry (a plan), its
+// Go helper (a spec), the host program. It fails with CLONE_NEWNET left
+// out of spawn.
 func TestNetnsOwn(t *testing.T) {
 	requireConfinement(t)
 	host, err := os.Readlink("/proc/self/ns/net")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 6
-	sessions := make([]*session, n)
+	// More variables than a plan holds (planMaxPtrs): the embedded
+	// program's Go helper starts the server.
+	big := map[string]string{}
+	for i := range planMaxPtrs {
+		big[fmt.Sprintf("E%d", i)] = "x"
+	}
+	cases := []struct {
+		name string
+		env  map[string]string
+		opts startOptions
+	}{
+		{"entry", nil, startOptions{}},
+		{"go-helper", big, startOptions{}},
+		{"host-program", nil, startOptions{selfHelper: true}},
+	}
+	const n = 3
+	type started struct {
+		name string
+		s    *session
+	}
+	all := make([]started, len(cases)*n)
 	var wg sync.WaitGroup
-	for i := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sessions[i] = startHostile(t, Config{Name: fmt.Sprintf("net%d", i), Worktree: t.TempDir()})
-		}()
+	for c, tc := range cases {
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cfg := Config{Name: fmt.Sprintf("net-%s%d", tc.name, i), Worktree: t.TempDir(), Env: tc.env}
+				all[c*n+i] = started{tc.name, startHostileOpts(t, cfg, tc.opts)}
+			}()
+		}
 	}
 	wg.Wait()
-	seen := map[string]int{}
-	for i, s := range sessions {
-		if s == nil {
+	seen := map[string]string{}
+	for i, st := range all {
+		if st.s == nil {
 			t.FailNow()
 		}
-		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", s.p.helper.Pid))
+		what := fmt.Sprintf("server %d (%s)", i, st.name)
+		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", st.s.p.helper.Pid))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ns == host {
-			t.Errorf("server %d is in the host's network namespace %s", i, ns)
+			t.Errorf("%s is in the host's network namespace %s", what, ns)
 		}
-		if j, ok := seen[ns]; ok {
-			t.Errorf("servers %d and %d share the network namespace %s", j, i, ns)
+		if other, ok := seen[ns]; ok {
+			t.Errorf("%s and %s share the network namespace %s", other, what, ns)
 		}
-		seen[ns] = i
-		if got := s.must("interfaces").Out; got != "lo up=false addrs=0" {
-			t.Errorf("server %d sees interfaces %q, want only lo, down", i, got)
+		seen[ns] = what
+		if got := st.s.must("interfaces").Out; got != "lo up=false addrs=0" {
+			t.Errorf("%s sees interfaces %q, want only lo, down", what, got)
+		}
+		if st.name == "go-helper" {
+			last := fmt.Sprintf("E%d=x", planMaxPtrs-1)
+			if got := st.s.must("env").Out; !slices.Contains(strings.Split(got, "\n"), last) {
+				t.Errorf("%s: its environment lacks %s", what, last)
+			}
 		}
 	}
 }

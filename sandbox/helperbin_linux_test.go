@@ -222,6 +222,18 @@ func TestHelperFallback(t *testing.T) {
 	if exe := helperExe(t, s.p); exe != self {
 		t.Errorf("the helper runs %q, want the host program %q", exe, self)
 	}
+	// The host program's helper, cloned as the embedded program's was to
+	// be, has the server's network namespace of its own.
+	host, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", s.p.helper.Pid)); err != nil || ns == host {
+		t.Errorf("the host program's helper is in the network namespace %q (%v), the host's is %q", ns, err, host)
+	}
+	if got := s.must("interfaces").Out; got != "lo up=false addrs=0" {
+		t.Errorf("the server sees interfaces %q, want only lo, down", got)
+	}
 	s.must("write", filepath.Join(wt, "x"))
 	if r := s.do("write", filepath.Join(t.TempDir(), "x")); r.OK {
 		t.Error("the server wrote outside the worktree")
