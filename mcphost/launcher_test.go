@@ -214,3 +214,29 @@ func TestNpxHint(t *testing.T) {
 		}
 	}
 }
+
+// TestLauncherRefusalEarly: a refusal of a package launcher's network
+// that comes before the host gets to the server's initialize (its
+// process fetches from its first moment; here the host waits for the
+// refusal before it initializes) is marked as the launcher's fetching. It
+// failed when the mark was set just before initialize.
+func TestLauncherRefusalEarly(t *testing.T) {
+	if _, err := sandbox.Probe(); err != nil {
+		t.Skipf("this kernel cannot confine: %v", err)
+	}
+	afterSandboxStart = func(srv *server) {
+		for deadline := time.Now().Add(10 * time.Second); srv.refusals.Load() == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	t.Cleanup(func() { afterSandboxStart = nil })
+	npx := fakeLauncher(t, "npx")
+	e := newEnv(t)
+	sc := ServerConfig{Name: "fetch", Command: []string{npx, "-connect", "evil.example.net:443"},
+		NetworkGrant: []string{"registry.npmjs.org"}, StartupTimeout: 20 * time.Second}
+	s := e.connect(e.opts(), sc)
+	n := noticeWith(s, "server fetch tried to reach evil.example.net:443")
+	if !strings.Contains(n, "probably from npx fetching its package") {
+		t.Errorf("the refusal before initialize is not marked as the launcher's: %q", s.Notices())
+	}
+}

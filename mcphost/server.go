@@ -129,6 +129,10 @@ func (srv *server) running() bool {
 	return srv.state == ServerRunning
 }
 
+// afterSandboxStart, when set by a test, runs after each server's sandbox
+// start, before its initialize (TestLauncherRefusalEarly).
+var afterSandboxStart func(srv *server)
+
 // start starts the process, initializes and lists all tools, all within the
 // startup timeout. On success the server is running and lastList holds its
 // raw tools.
@@ -148,8 +152,18 @@ func (srv *server) start(ctx context.Context) error {
 	if err != nil {
 		return &startError{"config", err}
 	}
+	// A package launcher fetches its package from its first moment, so a
+	// refusal of its network is the launcher's until the server answers
+	// initialize: marked so from before its process exists (a refusal
+	// could otherwise come before the mark, on a loaded machine).
+	launcher, registry, isLauncher := packageLauncher(cfg.Command)
+	srv.installing.Store(isLauncher)
+	defer srv.installing.Store(false)
 	proc, err := sandbox.Start(ctx, sbx)
 	tr.mark("sandbox")
+	if afterSandboxStart != nil {
+		afterSandboxStart(srv)
+	}
 	if err != nil {
 		var le *sandbox.LinkError
 		switch {
@@ -231,7 +245,6 @@ func (srv *server) start(ctx context.Context) error {
 		return &startError{"start", err}
 	}
 	initCtx := ctx
-	launcher, registry, isLauncher := packageLauncher(cfg.Command)
 	if isLauncher && !cfg.Network && len(cfg.NetworkGrant) == 0 && !cfg.Unconfined && cfg.StartupTimeout > launcherWait {
 		var cancelInit context.CancelFunc
 		initCtx, cancelInit = context.WithTimeout(ctx, launcherWait)
@@ -240,7 +253,6 @@ func (srv *server) start(ctx context.Context) error {
 	// No revision is asked for: the go-sdk tries the newest era's
 	// server/discover and falls back to initialize, so servers of either
 	// era start; ServerInfo.Protocol says which one was negotiated.
-	srv.installing.Store(isLauncher)
 	cs, err := client.Connect(initCtx, transport, nil)
 	tr.mark("initialize")
 	srv.installing.Store(false)
