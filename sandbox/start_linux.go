@@ -39,6 +39,11 @@ type startOptions struct {
 	// host's helper is running by then, waiting for it): tests change the
 	// filesystem there, as another server could.
 	beforeLaunch func()
+	// beforePlan, when set, runs on a root host after the host built the
+	// server's root and before the plan (or the spec) goes to the helper:
+	// tests change the filesystem there, under the root's binds, as
+	// another server could.
+	beforePlan func()
 	// moveHelper moves the helper into the server's cgroups after it is
 	// started, as on cgroup v2, also on v1 (where it is otherwise started
 	// in them).
@@ -241,6 +246,9 @@ func start(ctx context.Context, cfg Config, opts startOptions) (*Process, error)
 	userNS := false
 	if st != nil {
 		if err == nil {
+			if opts.beforePlan != nil {
+				opts.beforePlan()
+			}
 			p, err = st.deliver(ctx, cfg.Name, sp)
 			st = nil // running, or gone
 		}

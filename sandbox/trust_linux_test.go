@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGitReadOnly: a server cannot plant hooks or config in the
@@ -245,4 +246,34 @@ func TestLinkedGrants(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRuleSwappedAfterRoot: a granted path within another grant (here
+// write within read) that becomes a symbolic link after the host built
+// the root, and before the Landlock rules are opened
+// (startOptions.beforePlan), as another server that may write there could
+// make it, is refused as ErrLinkedPath. The swap detaches the bind the
+// root had at the path, so the root shows the link there; the rule is
+// opened through no link, so the grant cannot be moved to where the link
+// points ("/" here: write on the whole root). It passed with the rules
+// opened through links.
+func TestRuleSwappedAfterRoot(t *testing.T) {
+	requireConfinement(t)
+	shared := t.TempDir()
+	out := filepath.Join(shared, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Name: "swapped", Argv: []string{hostilePath()}, Worktree: t.TempDir(), Read: []string{shared}, Write: []string{out},
+		HostEnv: []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := start(ctx, cfg, startOptions{beforePlan: swapForLink(t, out, "/")})
+	if err == nil {
+		p.Close(0)
+		t.Fatal("Start succeeded with a granted path swapped for a link after the root was built")
+	}
+	if !errors.Is(err, ErrLinkedPath) || !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Start's error %v: want the refusal of the link, as ErrLinkedPath", err)
+	}
 }
