@@ -281,16 +281,22 @@ func (d *toolDef) read(raw json.RawMessage) (digest string, digestErr, err error
 		return "", digestErr, err
 	}
 	var name string
-	ok := stringField(f[0], &name) && stringField(f[1], &d.Title) && stringField(f[2], &d.Description)
+	for i, dst := range []*string{&name, &d.Title, &d.Description} {
+		if !stringField(f[i], dst) {
+			return digest, nil, fmt.Errorf("its %s is not a string", defPaths[i][0])
+		}
+	}
 	if f[0].Raw != nil && string(f[0].Raw) != "null" {
 		d.Name = &name
 	}
 	d.InputSchema, d.OutputSchema, d.Annotations = f[3].Raw, f[4].Raw, f[5].Raw
 	if exec := f[6].Raw; exec != nil && string(exec) != "null" {
-		ok = ok && exec[0] == '{' && stringField(f[7], &d.Execution.TaskSupport)
-	}
-	if !ok {
-		return digest, nil, errors.New("a member mcphost reads has the wrong JSON type")
+		if exec[0] != '{' {
+			return digest, nil, errors.New("its execution is not an object")
+		}
+		if !stringField(f[7], &d.Execution.TaskSupport) {
+			return digest, nil, errors.New("its execution.taskSupport is not a string")
+		}
 	}
 	return digest, nil, nil
 }
@@ -319,7 +325,9 @@ func decoded(raw json.RawMessage) (toolDef, error) {
 // prepared is the per-tool work of discovery that depends only on the raw
 // definition: parsing, digest, schema closing.
 type prepared struct {
-	def       toolDef
+	def toolDef
+	// readErr says why def could not be read (def is then empty).
+	readErr   error
 	digest    string
 	digestErr error
 	closed    *schema.Closed
@@ -422,6 +430,7 @@ func prepareOne(raw json.RawMessage) prepared {
 	digest, digestErr, err := p.def.read(raw)
 	if err != nil {
 		p.def = toolDef{} // a definition that cannot be read has no name
+		p.readErr = err
 		return p
 	}
 	if p.digest, p.digestErr = digest, digestErr; p.digestErr != nil {
@@ -464,6 +473,10 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 	for i, p := range preps {
 		raw, d := raws[i], p.def
 		if d.Name == nil {
+			if p.readErr != nil {
+				notices = append(notices, fmt.Sprintf("server %s: skipped tool #%d of its list: its definition cannot be read: %v", cfg.Name, i+1, printable(p.readErr.Error(), 200)))
+				continue
+			}
 			notices = append(notices, fmt.Sprintf("server %s: skipped a tool with no name (tool #%d of its list)", cfg.Name, i+1))
 			continue
 		}

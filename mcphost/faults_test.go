@@ -803,3 +803,31 @@ func TestCrashNotice(t *testing.T) {
 		t.Errorf("the notice of a server with a long log is %d bytes (bound %d) or lacks its last line:\n%.2000s", len(n), noticeBytes, n)
 	}
 }
+
+// TestMalformedToolSkipped: a tool whose definition has a member mcphost
+// reads of the wrong JSON type is skipped, with a notice that says which
+// member (not that it had no name), and the server's other tools are
+// published. (The go-sdk, which no longer decodes listings, refused the
+// whole listing for one such tool.)
+func TestMalformedToolSkipped(t *testing.T) {
+	e := newEnv(t)
+	sc := rawFixture(t, e, "odd", `[{"name":"titled","title":5,"inputSchema":{"type":"object"}},`+
+		`{"name":"tasky","execution":"now","inputSchema":{"type":"object"}},`+
+		`{"name":"fine","inputSchema":{"type":"object"}}]`)
+	sc.Allow = []string{"titled", "tasky", "fine"}
+	s := e.connect(e.opts(), sc)
+	if _, ok := s.Tool("mcp__odd__fine"); !ok {
+		t.Fatalf("the well-formed tool is not published: %q", s.Notices())
+	}
+	for _, name := range []string{"mcp__odd__titled", "mcp__odd__tasky"} {
+		if _, ok := s.Tool(name); ok {
+			t.Errorf("%s is published", name)
+		}
+	}
+	for _, want := range []string{"skipped tool #1 of its list: its definition cannot be read: its title is not a string",
+		"skipped tool #2 of its list: its definition cannot be read: its execution is not an object"} {
+		if noticeWith(s, want) == "" {
+			t.Errorf("no notice %q: %q", want, s.Notices())
+		}
+	}
+}

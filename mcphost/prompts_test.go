@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -242,6 +243,44 @@ func TestPromptAndResourceBounded(t *testing.T) {
 	}
 	if size > 1300 || !strings.Contains(rr.Contents[len(rr.Contents)-1].Text, "resource was cut") {
 		t.Errorf("resource: %d bytes: %+v", size, rr.Contents[len(rr.Contents)-1])
+	}
+}
+
+// TestResourceCachedCut: a 2026-era server's resource that the go-sdk
+// answers from its cache (ttlMs) is cut to max_output on a copy: reads at
+// once do not race on the one cached result (go test -race), and every
+// read gets the cut from the whole resource, not a cut of a cut. It
+// failed under -race, and with later reads cut short, when the cached
+// result itself was cut.
+func TestResourceCachedCut(t *testing.T) {
+	e := newEnv(t)
+	sc := fixture("notes", "-prompt-file", filepath.Join(e.worktree, "none"), "-cache-ttl", "600000")
+	sc.MaxOutput = 1000
+	s := e.connect(e.opts(), sc)
+	ctx := context.Background()
+	read := func() string {
+		rr, err := s.ReadResource(ctx, "notes", "fixture://big")
+		if err != nil {
+			t.Error(err)
+			return ""
+		}
+		var b strings.Builder
+		for _, c := range rr.Contents {
+			b.WriteString(c.Text)
+		}
+		return b.String()
+	}
+	texts := make([]string, 17)
+	texts[0] = read() // now in the go-sdk's cache
+	var wg sync.WaitGroup
+	for i := 1; i < len(texts); i++ {
+		wg.Go(func() { texts[i] = read() })
+	}
+	wg.Wait()
+	for i, got := range texts {
+		if !strings.Contains(got, "about 100") || got != texts[0] {
+			t.Errorf("read %d: %.120q; want what read 0 got, %.120q", i, got, texts[0])
+		}
 	}
 }
 

@@ -97,10 +97,16 @@ func (s *Session) ReadResource(ctx context.Context, server, uri string) (*mcp.Re
 // inputRequests). Contents are kept in order as far as they fit, a
 // content's text cut at a rune boundary and its _meta dropped first;
 // then the result's own fields where they still fit.
+//
+// It cuts a copy: the go-sdk hands every reader of a 2026-era server's
+// resource the one result it cached (ttlMs), which two reads at once would
+// otherwise both change, and later reads would get cut.
 func cutResource(res *mcp.ReadResourceResult, limit int64, server string) *mcp.ReadResourceResult {
 	if res == nil {
 		return &mcp.ReadResourceResult{}
 	}
+	out := *res
+	res = &out
 	left, total := limit, int64(0)
 	var gone removed
 	var kept []*mcp.ResourceContents
@@ -114,7 +120,8 @@ func cutResource(res *mcp.ReadResourceResult, limit int64, server string) *mcp.R
 		switch {
 		case n <= left:
 			left -= n
-			kept = append(kept, c)
+			cc := *c
+			kept = append(kept, &cc)
 		case c.Blob == nil && left > rest:
 			cc := *c
 			if meta > 0 {
@@ -142,6 +149,7 @@ func cutResource(res *mcp.ReadResourceResult, limit int64, server string) *mcp.R
 	cutResultMeta(left, &res.Meta, &res.RequestState, &res.InputRequests, &gone)
 	missing := gone.String()
 	if missing == "" {
+		res.Contents = kept
 		return res
 	}
 	kept = append(kept, &mcp.ResourceContents{URI: "mcphost:cut", MIMEType: "text/plain", Text: fmt.Sprintf(

@@ -542,7 +542,7 @@ func TestMidSessionChangeCached(t *testing.T) {
 	changed := make(chan string, 4)
 	opts := e.opts()
 	opts.OnToolsChanged = func(server string) { changed <- server }
-	s := e.connect(opts, fixture("notes", "-desc-file", desc, "-list-ttl", "600000"))
+	s := e.connect(opts, fixture("notes", "-desc-file", desc, "-cache-ttl", "600000"))
 	if tool, _ := s.Tool("mcp__notes__list_notes"); tool.Decision != Allow {
 		t.Fatalf("before: %s", tool.Decision)
 	}

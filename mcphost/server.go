@@ -47,9 +47,9 @@ type server struct {
 	// once per destination, so "none since its first start" is what can
 	// be told truthfully.
 	refusals atomic.Int64
-	// installing is set while a package launcher's start waits for
-	// initialize: what its proxy refuses then is probably the launcher
-	// fetching its package.
+	// installing is set while a package launcher starts, from before its
+	// process until it answers initialize: what its proxy refuses then is
+	// probably the launcher fetching its package.
 	installing atomic.Bool
 	listMu     sync.Mutex // serializes discovery (the tap relies on it)
 	pubMu      sync.Mutex // serializes publishing its tools (publish, rejudge)

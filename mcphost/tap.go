@@ -57,13 +57,16 @@ var errStopped = errors.New("mcphost stopped the server")
 // asynchronously.)
 //
 // The go-sdk is handed an empty list in place of each result the tap takes
-// (emptyLists): mcphost never uses the go-sdk's decoding of it, which
-// on the fixture's 23 tools was about half of what a start allocated
-// (1.28 MB before, 0.66 MB after: its check of each schema's header
-// annotations marshals and unmarshals every schema again), and, with no
-// ttlMs, the go-sdk keeps no cached list that
-// could answer a later listing off the wire, where the tap would not see
-// it.
+// (emptyLists): mcphost never uses the go-sdk's decoding of it, which on
+// the fixture's 23 tools was about half of what a start allocated (1.28 MB
+// before, 0.66 MB after: its check of each schema's header annotations
+// marshals and unmarshals every schema again), and, with no ttlMs, the
+// go-sdk's cache never answers a later listing off the wire, where the tap
+// would not see it. (The go-sdk registers a call before Write marks it
+// pending, and its IDs are predictable: a server that answers a listing
+// before it was asked gets its answer decoded, and cached, by the go-sdk,
+// and the listing fails as not seen on the wire. Only that server's own
+// listing suffers.)
 type listTap struct {
 	changed func()      // called on notifications/tools/list_changed
 	broken  func(error) // called when reading the connection fails
@@ -94,9 +97,10 @@ func newListTap(changed func(), broken, stop func(error)) *listTap {
 	return &listTap{pending: map[jsonrpc.ID]json.RawMessage{}, changed: changed, broken: broken, stop: stop}
 }
 
-// take returns the raw result of the most recent tools/list response and
-// forgets it. Discovery is serialized per server, so the most recent response
-// is the one its ListTools call just returned.
+// take returns the raw result of the most recent tools/list or
+// prompts/list response and forgets it. Discovery is serialized per
+// server, so the most recent response is the one its ListTools (or
+// ListPrompts) call just returned.
 func (t *listTap) take() json.RawMessage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
