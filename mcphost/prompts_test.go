@@ -249,9 +249,10 @@ func TestPromptAndResourceBounded(t *testing.T) {
 // TestResourceCachedCut: a 2026-era server's resource that the go-sdk
 // answers from its cache (ttlMs) is cut to max_output on a copy: reads at
 // once do not race on the one cached result (go test -race), and every
-// read gets the cut from the whole resource, not a cut of a cut. It
-// failed under -race, and with later reads cut short, when the cached
-// result itself was cut.
+// read gets the cut from the whole resource, not a cut of a cut; and a
+// listing of its resources is the caller's to change. It failed under
+// -race, and with later reads cut short, when the cached result itself
+// was cut, and with the cached listing returned.
 func TestResourceCachedCut(t *testing.T) {
 	e := newEnv(t)
 	sc := fixture("notes", "-prompt-file", filepath.Join(e.worktree, "none"), "-cache-ttl", "600000")
@@ -281,6 +282,17 @@ func TestResourceCachedCut(t *testing.T) {
 		if !strings.Contains(got, "about 100") || got != texts[0] {
 			t.Errorf("read %d: %.120q; want what read 0 got, %.120q", i, got, texts[0])
 		}
+	}
+	// A listing is the caller's too: changing it changes no later one.
+	for i := range 2 {
+		list, err := s.Resources(ctx, "notes")
+		if err != nil || len(list) != 1 {
+			t.Fatalf("Resources %d: %v %+v", i, err, list)
+		}
+		if list[0].Name != "big" {
+			t.Errorf("Resources %d: name %q after the caller changed an earlier listing's", i, list[0].Name)
+		}
+		list[0].Name = "changed by the caller"
 	}
 }
 

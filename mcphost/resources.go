@@ -24,7 +24,8 @@ const (
 // they are not pinned, and their names and descriptions are server text
 // (show them through pin.Visible). Errors wrap ErrUnknownServer (no server
 // of that name), ErrServerGone, ErrTimeout or the server's error. Safe for
-// concurrent use.
+// concurrent use. The resources are the caller's: copies, never the ones
+// the go-sdk keeps in its cache of a 2026-era server's listing (ttlMs).
 func (s *Session) Resources(ctx context.Context, server string) ([]*mcp.Resource, error) {
 	srv, cs, err := s.liveServer("list resources", server)
 	if err != nil {
@@ -46,16 +47,26 @@ func (s *Session) Resources(ctx context.Context, server string) ([]*mcp.Resource
 		if err != nil {
 			return nil, srv.requestError(ctx, cctx, "list resources", err)
 		}
-		all = append(all, res.Resources...)
-		if len(all) > maxResources {
+		if len(all)+len(res.Resources) > maxResources {
 			return nil, fmt.Errorf("mcphost: list resources of [mcp.%s]: more than %d resources; stopped reading", server, maxResources)
 		}
 		for _, r := range res.Resources {
+			if r == nil {
+				continue
+			}
 			b, err := json.Marshal(r)
 			if err != nil {
 				return nil, fmt.Errorf("mcphost: list resources of [mcp.%s]: %w", server, err)
 			}
 			size += len(b)
+			if size > maxResourceBytes {
+				break
+			}
+			c := new(mcp.Resource)
+			if err := json.Unmarshal(b, c); err != nil {
+				return nil, fmt.Errorf("mcphost: list resources of [mcp.%s]: %w", server, err)
+			}
+			all = append(all, c)
 		}
 		if size > maxResourceBytes {
 			return nil, fmt.Errorf("mcphost: list resources of [mcp.%s]: more than %d bytes of resources; stopped reading", server, maxResourceBytes)
