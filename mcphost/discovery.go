@@ -285,9 +285,9 @@ func (d *toolDef) read(raw json.RawMessage) (digest string, digestErr, err error
 		if !stringField(f[i], dst) {
 			return digest, nil, fmt.Errorf("its %s is not a string", defPaths[i][0])
 		}
-	}
-	if f[0].Raw != nil && string(f[0].Raw) != "null" {
-		d.Name = &name
+		if i == 0 && f[0].Raw != nil && string(f[0].Raw) != "null" {
+			d.Name = &name
+		}
 	}
 	d.InputSchema, d.OutputSchema, d.Annotations = f[3].Raw, f[4].Raw, f[5].Raw
 	if exec := f[6].Raw; exec != nil && string(exec) != "null" {
@@ -326,8 +326,10 @@ func decoded(raw json.RawMessage) (toolDef, error) {
 // definition: parsing, digest, schema closing.
 type prepared struct {
 	def toolDef
-	// readErr says why def could not be read (def is then empty).
+	// readErr says why def could not be read (def is then empty);
+	// badName is its name, if that much could be.
 	readErr   error
+	badName   string
 	digest    string
 	digestErr error
 	closed    *schema.Closed
@@ -429,6 +431,9 @@ func prepareOne(raw json.RawMessage) prepared {
 	var p prepared
 	digest, digestErr, err := p.def.read(raw)
 	if err != nil {
+		if p.def.Name != nil {
+			p.badName = *p.def.Name // for the notice only
+		}
 		p.def = toolDef{} // a definition that cannot be read has no name
 		p.readErr = err
 		return p
@@ -470,11 +475,17 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		}
 	}
 	seen := make(map[string]bool, len(preps))
+	unreadable := map[string]bool{} // names of tools skipped as unreadable
 	for i, p := range preps {
 		raw, d := raws[i], p.def
 		if d.Name == nil {
 			if p.readErr != nil {
-				notices = append(notices, fmt.Sprintf("server %s: skipped tool #%d of its list: its definition cannot be read: %v", cfg.Name, i+1, printable(p.readErr.Error(), 200)))
+				what := fmt.Sprintf("tool #%d of its list", i+1)
+				if p.badName != "" {
+					what = fmt.Sprintf("tool %q (#%d of its list)", printable(p.badName, 80), i+1)
+					unreadable[p.badName] = true
+				}
+				notices = append(notices, fmt.Sprintf("server %s: skipped %s: its definition cannot be read: %v", cfg.Name, what, printable(p.readErr.Error(), 200)))
 				continue
 			}
 			notices = append(notices, fmt.Sprintf("server %s: skipped a tool with no name (tool #%d of its list)", cfg.Name, i+1))
@@ -562,7 +573,11 @@ func (srv *server) build(raws []json.RawMessage, ls loadedState) (entries []*too
 		names []string
 	}{{"allow", cfg.Allow}, {"deny", cfg.Deny}} {
 		for _, n := range list.names {
-			if !seen[n] {
+			switch {
+			case seen[n]:
+			case unreadable[n]:
+				notices = append(notices, fmt.Sprintf("[mcp.%s] %s names %q, whose definition the server sent cannot be read (see its notice)", cfg.Name, list.key, printable(n, 80)))
+			default:
 				notices = append(notices, fmt.Sprintf("[mcp.%s] %s names %q, which the server does not offer", cfg.Name, list.key, printable(n, 80)))
 			}
 		}

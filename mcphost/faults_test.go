@@ -805,9 +805,10 @@ func TestCrashNotice(t *testing.T) {
 }
 
 // TestMalformedToolSkipped: a tool whose definition has a member mcphost
-// reads of the wrong JSON type is skipped, with a notice that says which
-// member (not that it had no name), and the server's other tools are
-// published. (The go-sdk, which no longer decodes listings, refused the
+// reads of the wrong JSON type is skipped, with a notice that names it and
+// says which member (not that it had no name; nor, for the allow list
+// that names it, that the server does not offer it), and the server's
+// other tools are published. (The go-sdk, which no longer decodes listings, refused the
 // whole listing for one such tool.)
 func TestMalformedToolSkipped(t *testing.T) {
 	e := newEnv(t)
@@ -824,8 +825,9 @@ func TestMalformedToolSkipped(t *testing.T) {
 			t.Errorf("%s is published", name)
 		}
 	}
-	for _, want := range []string{"skipped tool #1 of its list: its definition cannot be read: its title is not a string",
-		"skipped tool #2 of its list: its definition cannot be read: its execution is not an object"} {
+	for _, want := range []string{`skipped tool "titled" (#1 of its list): its definition cannot be read: its title is not a string`,
+		`skipped tool "tasky" (#2 of its list): its definition cannot be read: its execution is not an object`,
+		`[mcp.odd] allow names "titled", whose definition the server sent cannot be read`} {
 		if noticeWith(s, want) == "" {
 			t.Errorf("no notice %q: %q", want, s.Notices())
 		}
