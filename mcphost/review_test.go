@@ -93,34 +93,54 @@ func TestRenameDoesNotInheritPin(t *testing.T) {
 }
 
 // TestMidSessionChange: a server that changes an allowed tool and sends
-// list_changed has it turned to approval at once, and the agent is told.
+// list_changed has it turned to approval at once, and the agent is told,
+// at every change. Also for a server whose listings allow caching (a
+// 2026-era ttlMs, "cached"): every listing is still read off the wire, so
+// a change it announces is seen (the go-sdk, which would answer a listing
+// from its cache, is never given a list to cache: listTap); that case
+// lost the server's tools at its first change without it.
 func TestMidSessionChange(t *testing.T) {
-	e := newEnv(t)
-	desc := filepath.Join(e.worktree, "desc.txt")
-	changed := make(chan string, 4)
-	opts := e.opts()
-	opts.OnToolsChanged = func(server string) { changed <- server }
-	s := e.connect(opts, fixture("notes", "-desc-file", desc))
-	if tool, _ := s.Tool("mcp__notes__list_notes"); tool.Decision != Allow {
-		t.Fatalf("before: %s", tool.Decision)
-	}
-	call(t, s, "mcp__notes__mutate", `{}`)
-	// The go-sdk server sends list_changed 10ms after the change (it
-	// debounces); TestMidSessionRawPoke covers a call racing the re-list.
-	select {
-	case got := <-changed:
-		if got != "notes" {
-			t.Errorf("OnToolsChanged(%q)", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("OnToolsChanged not called")
-	}
-	tool, _ := s.Tool("mcp__notes__list_notes")
-	if tool.Decision != Approval || tool.Pin != PinChanged || !strings.Contains(tool.Description, "id_rsa") {
-		t.Errorf("after the change: %s %s %q", tool.Decision, tool.Pin, tool.Description)
-	}
-	if _, err := s.Call(context.Background(), "mcp__notes__list_notes", nil); !errors.Is(err, ErrNeedsApproval) {
-		t.Errorf("call after the change: %v; want ErrNeedsApproval", err)
+	for _, tt := range []struct {
+		name  string
+		flags []string
+	}{{"uncached", nil}, {"cached", []string{"-cache-ttl", "600000"}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			desc := filepath.Join(e.worktree, "desc.txt")
+			changed := make(chan string, 4)
+			opts := e.opts()
+			opts.OnToolsChanged = func(server string) { changed <- server }
+			s := e.connect(opts, fixture("notes", append([]string{"-desc-file", desc}, tt.flags...)...))
+			if tool, _ := s.Tool("mcp__notes__list_notes"); tool.Decision != Allow {
+				t.Fatalf("before: %s", tool.Decision)
+			}
+			for i := range 3 {
+				call(t, s, "mcp__notes__mutate", `{}`)
+				// The go-sdk server sends list_changed 10ms after the
+				// change (it debounces); TestMidSessionRawPoke covers a
+				// call racing the re-list.
+				select {
+				case got := <-changed:
+					if got != "notes" {
+						t.Errorf("change %d: OnToolsChanged(%q)", i, got)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("change %d: OnToolsChanged not called", i)
+				}
+				tool, _ := s.Tool("mcp__notes__list_notes")
+				if tool.Decision != Approval || tool.Pin != PinChanged || !strings.Contains(tool.Description, "id_rsa") {
+					t.Fatalf("after change %d: %s %s %q", i, tool.Decision, tool.Pin, tool.Description)
+				}
+				for _, srv := range s.Servers() {
+					if srv.State != ServerRunning {
+						t.Fatalf("change %d: server %s: %s: %s", i, srv.Name, srv.State, srv.Error)
+					}
+				}
+			}
+			if _, err := s.Call(context.Background(), "mcp__notes__list_notes", nil); !errors.Is(err, ErrNeedsApproval) {
+				t.Errorf("call after the change: %v; want ErrNeedsApproval", err)
+			}
+		})
 	}
 }
 
@@ -529,38 +549,5 @@ func TestApproveAfterUnreadableState(t *testing.T) {
 	}
 	if _, ok := st.Tools[pin.Key("one", "add")]; !ok {
 		t.Errorf("add was trusted on first sight and not recorded: a later change of it would be trusted on first sight again (state has %v)", slices.Sorted(maps.Keys(st.Tools)))
-	}
-}
-
-// TestMidSessionChangeCached: a server whose listings allow caching (a
-// 2026-era ttlMs) still has every listing read off the wire, so a change
-// it announces is seen: the go-sdk, which would answer a listing from its
-// cache, is never given a list to cache (listTap).
-func TestMidSessionChangeCached(t *testing.T) {
-	e := newEnv(t)
-	desc := filepath.Join(e.worktree, "desc.txt")
-	changed := make(chan string, 4)
-	opts := e.opts()
-	opts.OnToolsChanged = func(server string) { changed <- server }
-	s := e.connect(opts, fixture("notes", "-desc-file", desc, "-cache-ttl", "600000"))
-	if tool, _ := s.Tool("mcp__notes__list_notes"); tool.Decision != Allow {
-		t.Fatalf("before: %s", tool.Decision)
-	}
-	for i := range 3 {
-		call(t, s, "mcp__notes__mutate", `{}`)
-		select {
-		case <-changed:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("change %d: OnToolsChanged not called", i)
-		}
-		tool, _ := s.Tool("mcp__notes__list_notes")
-		if tool.Decision != Approval || !strings.Contains(tool.Description, "id_rsa") {
-			t.Fatalf("change %d: %s %s %q", i, tool.Decision, tool.Pin, tool.Description)
-		}
-		for _, srv := range s.Servers() {
-			if srv.State != ServerRunning {
-				t.Fatalf("change %d: server %s: %s: %s", i, srv.Name, srv.State, srv.Error)
-			}
-		}
 	}
 }
