@@ -198,9 +198,7 @@ func loadHelper(prog, sum, dir string) (helperFile, error) {
 }
 
 // memoryHelper writes prog into a memory file, seals it against every
-// change and returns it.
-// loadHelper writes prog into a memory file, seals it against every change
-// and returns it. The file lives as long as the process; it is
+// change and returns it. The file lives as long as the process; it is
 // close-on-exec, so no child keeps it.
 func memoryHelper(prog string) (helperFile, error) {
 	none := helperFile{fd: -1}
