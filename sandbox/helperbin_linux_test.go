@@ -775,3 +775,60 @@ func TestHelperCacheRefused(t *testing.T) {
 		t.Errorf("after the copy was refused: disabled %v, refused descriptor %d (the copy's: %d)", disabled, refused.fd, f.fd)
 	}
 }
+
+// TestHelperRefusedReused: a start that took the path of a root host's
+// copy before it gave way to a memory file (helperRefused) has that copy
+// passed and checked as the memory file is: if the copy's descriptor was
+// closed by mistake and its number taken by another file, passHelper
+// refuses it rather than letting the child execute that file, and the
+// memory file stays in use. It failed with passHelper passing through
+// every path but the current file's.
+func TestHelperRefusedReused(t *testing.T) {
+	requireHelperCopy(t)
+	dir := filepath.Join(t.TempDir(), "cache")
+	t.Cleanup(func() { clearImmutable(dir) })
+	cached, err := loadHelper(helperProgram, helperSum, dir)
+	if err != nil || !cached.cached {
+		t.Skipf("no copy of the helper program here (%v): the test tests nothing", err)
+	}
+	mem, err := memoryHelper(helperProgram)
+	if err != nil {
+		t.Skipf("the embedded helper cannot be loaded here: %v", err)
+	}
+	t.Cleanup(func() { unix.Close(mem.fd); unix.Close(cached.fd) }) // after useEmbedded's
+	useEmbedded(t, mem)
+	embedded.mu.Lock()
+	embedded.refused = cached
+	embedded.mu.Unlock()
+	// Intact, the refused copy is passed as the child's own descriptor.
+	cmd := &exec.Cmd{Path: cached.path()}
+	release, err := passHelper(cmd)
+	if err != nil || len(cmd.ExtraFiles) != 1 || cmd.Path == cached.path() {
+		t.Fatalf("passHelper of the intact refused copy: %v, %d files, path %s", err, len(cmd.ExtraFiles), cmd.Path)
+	}
+	release()
+	// Another file takes the copy's number.
+	other, err := os.CreateTemp(t.TempDir(), "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	saved, err := unix.FcntlInt(uintptr(cached.fd), unix.F_DUPFD_CLOEXEC, helperFD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(saved)
+	if err := unix.Dup3(int(other.Fd()), cached.fd, unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	cmd = &exec.Cmd{Path: cached.path()}
+	if _, err := passHelper(cmd); err == nil {
+		t.Errorf("passHelper passed on the refused copy's number, which another file took (path %s, %d files)", cmd.Path, len(cmd.ExtraFiles))
+	}
+	if got := helperPath(); got != mem.path() {
+		t.Errorf("helperPath() = %q after the refused copy's number was taken, want the memory file %q", got, mem.path())
+	}
+	if next := helperRefused(cached.path()); next != mem.path() {
+		t.Errorf("helperRefused(the refused copy) = %q, want the memory file %q", next, mem.path())
+	}
+}

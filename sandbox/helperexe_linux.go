@@ -64,26 +64,33 @@ func helperPath() string {
 // was opened after the start's pipes). A copy of the descriptor is
 // appended to cmd.ExtraFiles and executed as the number the child gets.
 // The returned function closes that copy; call it once cmd.Start has
-// returned. For any other Path it does nothing. An error means the
-// embedded program is not to be run (and it is disabled); the caller then
-// runs selfExe. The copy lands at descriptor 5 (6 with a network proxy,
-// whose socket is 5): the helper uses 5 only when its spec has a proxy,
-// and marks every descriptor from 3 on close-on-exec before the server's
-// exec.
+// returned. A Path of a root host's copy that gave way to a memory file
+// (helperRefused), which a start may hold from before, is passed and
+// checked the same way. For any other Path it does nothing. An error
+// means the program at Path is not to be run: the embedded program is
+// disabled (the caller then runs selfExe), unless Path was that refused
+// copy's (the caller then asks helperRefused for the memory file). The
+// copy lands at descriptor 5 (6 with a network proxy, whose socket is 5):
+// the helper uses 5 only when its spec has a proxy, and marks every
+// descriptor from 3 on close-on-exec before the server's exec.
 func passHelper(cmd *exec.Cmd) (release func(), err error) {
 	embedded.mu.Lock()
 	fd := -1
-	if embedded.file.fd >= 0 && cmd.Path == embedded.file.path() {
-		fd, err = unix.FcntlInt(uintptr(embedded.file.fd), unix.F_DUPFD_CLOEXEC, 3)
+	src, refused := embedded.file, embedded.refused.cached && cmd.Path == embedded.refused.path()
+	if refused {
+		src = embedded.refused
+	}
+	if src.fd >= 0 && cmd.Path == src.path() {
+		fd, err = unix.FcntlInt(uintptr(src.fd), unix.F_DUPFD_CLOEXEC, 3)
 		if err == nil {
 			// The copy, checked again: the number helperPath checked may
 			// have been closed and taken by another file since.
-			copied := embedded.file
+			copied := src
 			copied.fd = fd
 			if err = copied.check(); err != nil {
 				unix.Close(fd)
 				fd = -1
-				if embedded.disabled == nil {
+				if !refused && embedded.disabled == nil {
 					embedded.disabled = err
 				}
 			}
