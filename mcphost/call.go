@@ -357,10 +357,12 @@ func (srv *server) dying() bool {
 }
 
 // goneError describes a server that died under a call, with its exit status
-// when it can be had quickly.
+// when it can be had quickly. A server seen gone is published as exited
+// before the call returns (exited, which its watcher runs too, a moment
+// later): an agent told that the server exited finds it so in Servers.
 func (srv *server) goneError(cause error) error {
 	srv.mu.Lock()
-	proc, stopped := srv.proc, srv.stopErr
+	proc, stopped, gen := srv.proc, srv.stopErr, srv.gen
 	srv.mu.Unlock()
 	if stopped != nil {
 		return fmt.Errorf("%w: mcphost stopped server %s: %v", ErrServerGone, srv.cfg.Name, stopped)
@@ -370,6 +372,7 @@ func (srv *server) goneError(cause error) error {
 		select {
 		case <-proc.Done():
 			status = proc.ExitStatus()
+			srv.exited(gen)
 		case <-time.After(time.Second):
 		}
 	}

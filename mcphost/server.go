@@ -464,7 +464,9 @@ func (srv *server) halted(proc *sandbox.Process, why error) {
 	go proc.Close(0)
 }
 
-// exited runs when the server's process ends on its own (or is closed).
+// exited runs when the server's process ends on its own (or is closed):
+// from its watcher, and from a call that saw it gone (goneError), which
+// ever comes first; the later does nothing but close the session again.
 func (srv *server) exited(gen uint64) {
 	srv.mu.Lock()
 	if srv.gen != gen {
